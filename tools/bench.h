@@ -1,0 +1,33 @@
+/* Benchmark suites of `opreg bench`. A suite prints one result line per case:
+ * a human-readable line, or with --json one JSON object per line such as
+ *   {"suite":"schema","case":"parse_native_functions","schemas_per_s":...}
+ * Suites report ratios measured in the same run where a target is a ratio. */
+#ifndef OPREG_TOOLS_BENCH_H
+#define OPREG_TOOLS_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct bench_ctx {
+    bool json;     /* print JSON lines instead of text */
+    bool progress; /* print progress lines on stderr (set when stderr is a terminal) */
+    const char *corpus_dir; /* folder of the schema corpus, or NULL */
+};
+
+/* Monotonic clock in nanoseconds. */
+uint64_t bench_now_ns(void);
+
+/* A progress line on stderr when ctx->progress, overwritten by the next one. */
+void bench_progress(const struct bench_ctx *ctx, const char *fmt, ...);
+
+/* X(name, summary): the suites, in the order `opreg bench` runs them. Each is
+ *   int bench_NAME(const struct bench_ctx *ctx);
+ * returning 0 on success, 1 when the suite could not run (its input missing). */
+#define OPREG_BENCH_SUITES(X) X(schema, "parse the native_functions corpus")
+
+#define X(name, summary) int bench_##name(const struct bench_ctx *ctx);
+OPREG_BENCH_SUITES(X)
+#undef X
+
+#endif

@@ -1,0 +1,112 @@
+/* The schema suite: parse the whole native_functions corpus repeatedly. */
+#include "opreg/opreg.h"
+#include "tools/bench.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct corpus {
+    char *text;
+    size_t *starts;
+    size_t *lens;
+    size_t n;
+    size_t bytes;
+};
+
+static int load(struct corpus *c, const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/native_functions.schemas", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    c->text = malloc((size_t)size + 1);
+    size_t got = c->text ? fread(c->text, 1, (size_t)size, f) : 0;
+    fclose(f);
+    if (got != (size_t)size) return -1;
+    c->text[size] = '\n';
+    size_t lines = 0;
+    for (long i = 0; i < size; i++)
+        lines += c->text[i] == '\n';
+    c->starts = malloc((lines + 1) * sizeof *c->starts);
+    c->lens = malloc((lines + 1) * sizeof *c->lens);
+    c->n = c->bytes = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= (size_t)size; i++) {
+        if (c->text[i] != '\n') continue;
+        if (i > start) {
+            c->starts[c->n] = start;
+            c->lens[c->n] = i - start;
+            c->bytes += i - start;
+            c->n++;
+        }
+        start = i + 1;
+    }
+    return 0;
+}
+
+/* Parse every schema `rounds` times; returns the seconds taken, or -1 when a
+ * schema fails to parse. */
+static double run(const struct corpus *c, int rounds, bool print) {
+    char buf[4096];
+    uint64_t t0 = bench_now_ns();
+    for (int r = 0; r < rounds; r++) {
+        for (size_t i = 0; i < c->n; i++) {
+            opreg_schema *s;
+            if (opreg_schema_parse(&s, c->text + c->starts[i], c->lens[i], 0, NULL) != OPREG_OK)
+                return -1;
+            if (print) opreg_schema_format(s, OPREG_SCHEMA_CANONICAL, buf, sizeof buf);
+            opreg_schema_free(s);
+        }
+    }
+    return (double)(bench_now_ns() - t0) / 1e9;
+}
+
+static void report(const struct bench_ctx *ctx, const char *name, const struct corpus *c,
+                   int rounds, double secs) {
+    double per_s = (double)c->n * rounds / secs;
+    double mb_s = (double)c->bytes * rounds / secs / 1e6;
+    if (ctx->json)
+        printf("{\"suite\":\"schema\",\"case\":\"%s\",\"schemas\":%zu,\"rounds\":%d,"
+               "\"schemas_per_s\":%.0f,\"mb_per_s\":%.1f,\"ns_per_schema\":%.1f}\n",
+               name, c->n, rounds, per_s, mb_s, 1e9 / per_s);
+    else
+        printf("schema  %-28s %10.0f schemas/s  %7.1f MB/s  %7.1f ns/schema\n", name, per_s, mb_s,
+               1e9 / per_s);
+    fflush(stdout);
+}
+
+int bench_schema(const struct bench_ctx *ctx) {
+    struct corpus c = { 0 };
+    if (!ctx->corpus_dir || load(&c, ctx->corpus_dir) != 0) {
+        fprintf(stderr, "opreg bench schema: native_functions.schemas not found (use --corpus DIR "
+                        "or OPREG_CORPUS_DIR)\n");
+        return 1;
+    }
+    int rc = 0;
+    static const struct {
+        const char *name;
+        bool print;
+    } cases[] = { { "parse_native_functions", false }, { "parse_and_print_canonical", true } };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        /* Warm up, then size the run to about one second. */
+        double secs = run(&c, 1, cases[k].print);
+        if (secs < 0) {
+            fprintf(stderr, "opreg bench schema: a corpus schema failed to parse: %s\n",
+                    opreg_last_error());
+            rc = 1;
+            break;
+        }
+        int rounds = secs > 0 ? (int)(1.0 / secs) + 1 : 100;
+        bench_progress(ctx, "schema %s: %d rounds of %zu schemas...", cases[k].name, rounds, c.n);
+        secs = run(&c, rounds, cases[k].print);
+        bench_progress(ctx, "");
+        if (ctx->progress) fputs("\r\033[K", stderr);
+        report(ctx, cases[k].name, &c, rounds, secs);
+    }
+    free(c.text);
+    free(c.starts);
+    free(c.lens);
+    return rc;
+}

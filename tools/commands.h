@@ -1,0 +1,22 @@
+/* The subcommands of the opreg tool. Each lives in its own file as
+ *   int cmd_NAME(int argc, char **argv);
+ * where argv[0] is the subcommand's name. Exit codes: 0 success, 1 a negative
+ * answer or a failed item (documented per command), 2 a usage error. */
+#ifndef OPREG_TOOLS_COMMANDS_H
+#define OPREG_TOOLS_COMMANDS_H
+
+#include <stdio.h>
+
+/* X(name, summary): one line a command, in the order `opreg --help` lists them. */
+#define OPREG_TOOL_COMMANDS(X)                                                                     \
+    X(parse, "parse schemas, one a line, and print their canonical or PyTorch form")               \
+    X(bench, "run benchmark suites")
+
+#define X(name, summary) int cmd_##name(int argc, char **argv);
+OPREG_TOOL_COMMANDS(X)
+#undef X
+
+/* True when argv holds -h or --help. */
+int tool_wants_help(int argc, char **argv);
+
+#endif

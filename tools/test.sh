@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The second of the README's two commands, and what CI runs (.ci/run):
+#   1. build with -Werror and run the whole CTest suite;
+#   2. build with ASan+UBSan and run the suite again;
+#   3. build with TSan and run the tests labelled 'threads';
+#   4. when clang is present, run the parser's libFuzzer target for 60 s.
+# Build folders: build-ci/, build-asan/, build-tsan/, build-fuzz/.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+jobs=$(nproc)
+fuzz_seconds=${OPREG_FUZZ_SECONDS:-60}
+start=$(date +%s)
+passed=0
+failed=0
+status=0
+
+step() { printf '\n==== %s (%ds)\n' "$*" $(( $(date +%s) - start )); }
+
+# Run ctest; add its counts to the totals.
+run_ctest() {
+  local dir=$1; shift
+  local log="$dir/ctest.log"
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local line total nfail
+  line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
+  if [ -n "$line" ]; then
+    nfail=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
+    total=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$line")
+    passed=$((passed + total - nfail))
+    failed=$((failed + nfail))
+  elif [ "$rc" -ne 0 ]; then
+    failed=$((failed + 1))
+  fi
+  [ "$rc" -eq 0 ] || status=1
+}
+
+configure_build() {
+  local dir=$1; shift
+  if ! cmake -S . -B "$dir" "$@" >"$dir.configure.log" 2>&1; then
+    cat "$dir.configure.log"; echo "configure of $dir failed"; status=1; failed=$((failed + 1)); return 1
+  fi
+  if ! cmake --build "$dir" -j"$jobs"; then
+    echo "build of $dir failed"; status=1; failed=$((failed + 1)); return 1
+  fi
+}
+
+step "dependencies"
+bash tools/deps.sh || exit 1
+
+step "build with -Werror, run every test"
+mkdir -p build-ci
+configure_build build-ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPREG_WERROR=ON && run_ctest build-ci
+
+step "build with ASan+UBSan, run every test"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+configure_build build-asan -DCMAKE_BUILD_TYPE=Debug -DOPREG_WERROR=ON \
+  "-DOPREG_SANITIZE=address;undefined" -DOPREG_CUDA=OFF && run_ctest build-asan
+
+step "build with TSan, run the threading tests"
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+if configure_build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPREG_WERROR=ON \
+     -DOPREG_SANITIZE=thread -DOPREG_CUDA=OFF; then
+  if ctest --test-dir build-tsan -N -L threads | grep -q "Total Tests: [1-9]"; then
+    run_ctest build-tsan -L threads
+  else
+    echo "no tests labelled 'threads' yet"
+  fi
+fi
+
+step "fuzz the schema parser for ${fuzz_seconds}s"
+if command -v clang >/dev/null 2>&1; then
+  if CC=clang configure_build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPREG_BUILD_TESTS=OFF \
+       -DOPREG_BUILD_FUZZ=ON -DOPREG_CUDA=OFF; then
+    if bash tests/fuzz/run.sh build-fuzz "$fuzz_seconds"; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1)); status=1
+    fi
+  fi
+else
+  echo "clang not found: fuzzing skipped"
+fi
+
+step "done"
+echo "total: $passed passed, $failed failed"
+exit $status
