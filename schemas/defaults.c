@@ -463,10 +463,12 @@ const char *opreg__parse_string_literal(opreg__parser *p, const opreg__token *t,
             opreg__parse_fail(p, OPREG_ERR_SCHEMA_SYNTAX, t->start, t->len,
                               "unsupported unicode specifier");
         default:
-            if (i + 3 >= n || !is_octal(in[i + 1]) || !is_octal(in[i + 2]) || !is_octal(in[i + 3]))
+            /* Three octal digits of a byte: \400 and up are ill formed too. */
+            if (i + 3 >= n || !is_octal(in[i + 1]) || !is_octal(in[i + 2]) ||
+                !is_octal(in[i + 3]) || in[i + 1] > '3')
                 opreg__parse_fail(p, OPREG_ERR_SCHEMA_SYNTAX, t->start, t->len,
                                   " ill formed octal specifier");
-            c = (char)(((in[i + 1] - '0') * 64 + (in[i + 2] - '0') * 8 + (in[i + 3] - '0')) & 0xff);
+            c = (char)((in[i + 1] - '0') * 64 + (in[i + 2] - '0') * 8 + (in[i + 3] - '0'));
             out[o++] = c;
             i += 3;
             continue;

@@ -51,6 +51,8 @@ struct opreg_argument {
     const opreg_type *type;
     const opreg_default *def;
     bool kwarg_only;
+    uint32_t src_start; /* the argument's first token, for messages */
+    uint32_t src_len;
 };
 
 struct opreg__chunk;
@@ -100,10 +102,12 @@ enum {
     TK_NONE_TYPE,
 };
 
+/* 16 bytes, so that a token passes in two registers. */
 typedef struct opreg__token {
-    int kind;
+    int32_t kind;
     uint32_t start;
     uint32_t len;
+    uint32_t unused;
 } opreg__token;
 
 typedef struct opreg__lexer opreg__lexer;
@@ -125,6 +129,7 @@ typedef struct opreg__parser {
     int n_pending;
 
     opreg_schema *schema;
+    char *copy; /* the source, copied into the arena; names point into it */
     bool allow_typevars;
     int next_fresh;
     int depth;

@@ -91,7 +91,14 @@ static bool is_xdigit(unsigned char c) {
     return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 static bool is_ident_char(unsigned char c) {
-    return char_class[c] == CC_IDENT || char_class[c] == CC_DIGIT;
+    return (unsigned char)(char_class[c] - CC_IDENT) <= (CC_DIGIT - CC_IDENT);
+}
+
+/* memcmp for the few bytes of a name, without a call. */
+static bool same_bytes(const char *a, const char *b, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return false;
+    return true;
 }
 
 /* ---- reserved words and operators ----------------------------------------------------- */
@@ -121,12 +128,12 @@ static const struct {
 
 static int reserved_kind(const char *s, uint32_t n) {
     unsigned h = ((unsigned char)s[0] + 7u * (unsigned char)s[n - 1] + 56u * n) & 63;
-    if (reserved[h].len == n && memcmp(reserved[h].word, s, n) == 0) return reserved[h].kind;
+    if (reserved[h].len == n && same_bytes(reserved[h].word, s, n)) return reserved[h].kind;
     return TK_IDENT;
 }
 
-/* Operators of the TorchScript lexer longer than one character, longest
- * first, with their kind names as PyTorch's messages print them. */
+/* Operators of the TorchScript lexer longer than one character, with their
+ * kind names as PyTorch's messages print them (lex() matches them itself). */
 static const struct {
     const char text[4];
     uint8_t len;
@@ -291,7 +298,7 @@ static bool skip_space(opreg__parser *p, bool whitespace_token, uint32_t *ws_sta
 
 static void pending_push(opreg__parser *p, int kind, uint32_t start, uint32_t len) {
     if (p->n_pending < (int)(sizeof p->pending / sizeof p->pending[0])) {
-        opreg__token t = { kind, start, len };
+        opreg__token t = { kind, start, len, 0 };
         p->pending[p->n_pending++] = t;
     }
 }
@@ -331,14 +338,17 @@ static void lex(opreg__parser *p, opreg__token *t) {
     }
     uint32_t ws;
     uint32_t pos = p->pos;
-    if (pos < p->len && char_class[(unsigned char)p->src[pos]] != CC_BLANK &&
-        char_class[(unsigned char)p->src[pos]] < CC_NEWLINE) {
-        /* fast path: no whitespace before the token */
-    } else if (skip_space(p, false, &ws)) {
-        lex_newline(p, t, ws);
-        return;
+    /* Fast path: blanks, then a token on the same line. */
+    while (pos < p->len && char_class[(unsigned char)p->src[pos]] == CC_BLANK)
+        pos++;
+    p->pos = pos;
+    if (pos >= p->len || char_class[(unsigned char)p->src[pos]] >= CC_NEWLINE) {
+        if (skip_space(p, false, &ws)) {
+            lex_newline(p, t, ws);
+            return;
+        }
+        pos = p->pos;
     }
-    pos = p->pos;
     t->start = pos;
     if (pos >= p->len) {
         t->kind = TK_EOF;
@@ -388,16 +398,36 @@ static void lex(opreg__parser *p, opreg__token *t) {
         }
         /* fall through */
     case CC_OPERATOR: {
-        uint32_t avail = p->len - pos;
+        char c1 = pos + 1 < p->len ? s[1] : '\0';
+        char c2 = pos + 2 < p->len ? s[2] : '\0';
         n = 1;
         t->kind = c;
-        for (size_t k = 0; k < sizeof operators / sizeof operators[0]; k++) {
-            if (s[0] == operators[k].text[0] && operators[k].len <= avail &&
-                memcmp(s, operators[k].text, operators[k].len) == 0) {
-                n = operators[k].len;
-                t->kind = operators[k].kind;
-                break;
-            }
+        switch (c) {
+        case '-':
+            if (c1 == '>')
+                n = 2, t->kind = TK_ARROW;
+            else if (c1 == '=')
+                n = 2, t->kind = TK_OPERATOR;
+            break;
+        case '.':
+            if (c1 == '.' && c2 == '.') n = 3, t->kind = TK_DOTS;
+            break;
+        case '*':
+        case '<':
+        case '>':
+            if (c1 == c)
+                n = c2 == '=' ? 3 : 2, t->kind = TK_OPERATOR; /* ** **= << <<= >> >>= */
+            else if (c == '<' && c1 == '=' && c2 == '>')
+                n = 3, t->kind = TK_OPERATOR; /* <=> */
+            else if (c1 == '=')
+                n = 2, t->kind = TK_OPERATOR;
+            break;
+        case '/':
+            if (c1 == '/' || c1 == '=') n = 2, t->kind = TK_OPERATOR;
+            break;
+        default: /* ! = + % | & ^ */
+            if (c1 == '=') n = 2, t->kind = TK_OPERATOR;
+            break;
         }
         break;
     }

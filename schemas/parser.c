@@ -67,7 +67,7 @@ _Noreturn void opreg__parse_expected(opreg__parser *p, const char *what) {
 static opreg__token expect(opreg__parser *p, int kind) {
     if (p->cur.kind != kind) {
         char name[2];
-        opreg__token want = { kind, 0, 0 };
+        opreg__token want = { kind, 0, 0, 0 };
         opreg__parse_expected(p, opreg__token_kind_name(p, &want, name));
     }
     return opreg__lex_next(p);
@@ -84,8 +84,11 @@ static bool token_is_n(const opreg__parser *p, const opreg__token *t, const char
 }
 #define token_is(p, t, lit) token_is_n(p, t, lit, sizeof lit - 1)
 
+/* A name, NUL-terminated in the arena's copy of the source: the byte after a
+ * name never belongs to another name, so it can take the NUL. */
 static const char *token_text(opreg__parser *p, const opreg__token *t) {
-    return opreg__arena_strdup(p, p->src + t->start, t->len);
+    p->copy[t->start + t->len] = '\0';
+    return p->copy + t->start;
 }
 
 /* ---- small growable arrays, backed by the arena ------------------------------------ */
@@ -170,42 +173,61 @@ static const opreg_alias *parse_alias_annotation(opreg__parser *p) {
 
 /* ---- types ------------------------------------------------------------------------- */
 
-struct base_type {
+/* The names a type can start with: PyTorch's type_map (each with the real
+ * type it stands for: Dimname is str, DeviceIndex is int) and the structural
+ * forms, in a table probed by (first + 23 * last + 12 * length) mod 64, which
+ * has no collisions. */
+enum { ATOM_TENSOR = 100, ATOM_FUTURE, ATOM_AWAIT, ATOM_RREF, ATOM_DICT, ATOM_UNION, ATOM_CLASS };
+
+static const struct {
     const char *spelling;
-    uint32_t len;
-    opreg_type_kind kind;
-    const char *printed; /* the real type's name, which printers use */
+    uint8_t len;
+    uint8_t code; /* an opreg_type_kind, or ATOM_* */
+} type_names[64] = {
+    [0] = { "Layout", 6, OPREG_TYPE_LAYOUT },
+    [1] = { "NoneType", 8, OPREG_TYPE_NONE },
+    [4] = { "Any", 3, OPREG_TYPE_ANY },
+    [6] = { "bool", 4, OPREG_TYPE_BOOL },
+    [7] = { "SymInt", 6, OPREG_TYPE_SYMINT },
+    [9] = { "MemoryFormat", 12, OPREG_TYPE_MEMORY_FORMAT },
+    [13] = { "ConstQuantizerPtr", 17, OPREG_TYPE_INT },
+    [14] = { "float", 5, OPREG_TYPE_FLOAT },
+    [16] = { "DeviceIndex", 11, OPREG_TYPE_INT },
+    [17] = { "None", 4, OPREG_TYPE_NONE },
+    [20] = { "__torch__", 9, ATOM_CLASS },
+    [21] = { "str", 3, OPREG_TYPE_STR },
+    [24] = { "AnyEnumType", 11, OPREG_TYPE_ANY_ENUM },
+    [25] = { "Scalar", 6, OPREG_TYPE_SCALAR },
+    [26] = { "Tensor", 6, ATOM_TENSOR },
+    [27] = { "SymBool", 7, OPREG_TYPE_SYMBOOL },
+    [30] = { "ScalarType", 10, OPREG_TYPE_SCALAR_TYPE },
+    [31] = { "Device", 6, OPREG_TYPE_DEVICE },
+    [32] = { "Dict", 4, ATOM_DICT },
+    [33] = { "Future", 6, ATOM_FUTURE },
+    [36] = { "AnyClassType", 12, OPREG_TYPE_ANY_CLASS },
+    [38] = { "Stream", 6, OPREG_TYPE_STREAM },
+    [41] = { "Await", 5, ATOM_AWAIT },
+    [42] = { "Capsule", 7, OPREG_TYPE_CAPSULE },
+    [43] = { "Dimname", 7, OPREG_TYPE_STR },
+    [44] = { "RRef", 4, ATOM_RREF },
+    [49] = { "Generator", 9, OPREG_TYPE_GENERATOR },
+    [51] = { "Union", 5, ATOM_UNION },
+    [56] = { "QScheme", 7, OPREG_TYPE_QSCHEME },
+    [57] = { "int", 3, OPREG_TYPE_INT },
+    [58] = { "Storage", 7, OPREG_TYPE_STORAGE },
+    [59] = { "Quantizer", 9, OPREG_TYPE_QUANTIZER },
+    [63] = { "complex", 7, OPREG_TYPE_COMPLEX },
 };
 
-/* PyTorch's type_map, with the real type each spelling stands for. */
-static const struct base_type base_types[] = {
-    { "Generator", 9, OPREG_TYPE_GENERATOR, "Generator" },
-    { "Dimname", 7, OPREG_TYPE_STR, "str" },
-    { "ScalarType", 10, OPREG_TYPE_SCALAR_TYPE, "ScalarType" },
-    { "Layout", 6, OPREG_TYPE_LAYOUT, "Layout" },
-    { "MemoryFormat", 12, OPREG_TYPE_MEMORY_FORMAT, "MemoryFormat" },
-    { "Storage", 7, OPREG_TYPE_STORAGE, "Storage" },
-    { "QScheme", 7, OPREG_TYPE_QSCHEME, "QScheme" },
-    { "Quantizer", 9, OPREG_TYPE_QUANTIZER, "Quantizer" },
-    { "ConstQuantizerPtr", 17, OPREG_TYPE_INT, "int" },
-    { "Device", 6, OPREG_TYPE_DEVICE, "Device" },
-    { "DeviceIndex", 11, OPREG_TYPE_INT, "int" },
-    { "Stream", 6, OPREG_TYPE_STREAM, "Stream" },
-    { "Scalar", 6, OPREG_TYPE_SCALAR, "Scalar" },
-    { "str", 3, OPREG_TYPE_STR, "str" },
-    { "float", 5, OPREG_TYPE_FLOAT, "float" },
-    { "complex", 7, OPREG_TYPE_COMPLEX, "complex" },
-    { "int", 3, OPREG_TYPE_INT, "int" },
-    { "SymInt", 6, OPREG_TYPE_SYMINT, "SymInt" },
-    { "bool", 4, OPREG_TYPE_BOOL, "bool" },
-    { "SymBool", 7, OPREG_TYPE_SYMBOOL, "SymBool" },
-    { "None", 4, OPREG_TYPE_NONE, "NoneType" },
-    { "NoneType", 8, OPREG_TYPE_NONE, "NoneType" },
-    { "Capsule", 7, OPREG_TYPE_CAPSULE, "Capsule" },
-    { "Any", 3, OPREG_TYPE_ANY, "Any" },
-    { "AnyClassType", 12, OPREG_TYPE_ANY_CLASS, "AnyClassType" },
-    { "AnyEnumType", 11, OPREG_TYPE_ANY_ENUM, "AnyEnumType" },
-};
+/* The code of a type name, or -1. */
+static int type_name_code(const char *s, uint32_t n) {
+    if (n == 0) return -1;
+    unsigned h = ((unsigned char)s[0] + 23u * (unsigned char)s[n - 1] + 12u * n) & 63;
+    if (type_names[h].len != n) return -1;
+    for (uint32_t i = 0; i < n; i++)
+        if (type_names[h].spelling[i] != s[i]) return -1;
+    return type_names[h].code;
+}
 
 /* Shared, immutable leaf nodes without annotations: most types of a schema
  * are one of these, and they cost no allocation. */
@@ -267,11 +289,8 @@ static const opreg_type *parse_base_type(opreg__parser *p) {
     opreg__token t = p->cur;
     if (!next_if(p, TK_NONE) && !next_if(p, TK_NONE_TYPE)) expect(p, TK_IDENT);
     const char *s = p->src + t.start;
-    for (size_t i = 0; i < sizeof base_types / sizeof base_types[0]; i++) {
-        const struct base_type *b = &base_types[i];
-        if (b->len == t.len && b->spelling[0] == s[0] && memcmp(b->spelling, s, t.len) == 0)
-            return &leaf_types[b->kind];
-    }
+    int code = type_name_code(s, t.len);
+    if (code >= 0 && code < ATOM_TENSOR) return &leaf_types[code];
     if (p->allow_typevars && t.len > 0 && s[0] >= 'a' && s[0] <= 'z') {
         opreg_type *v = node(p, OPREG_TYPE_VAR, 0);
         v->name = token_text(p, &t);
@@ -344,23 +363,23 @@ static const opreg_type *parse_atom(opreg__parser *p, const opreg_alias **alias)
         return t;
     }
     if (p->cur.kind != TK_IDENT) return parse_base_type(p);
-    if (token_is(p, &p->cur, "Future") || token_is(p, &p->cur, "Await") ||
-        token_is(p, &p->cur, "RRef")) {
-        opreg_type_kind kind = token_is(p, &p->cur, "Future")  ? OPREG_TYPE_FUTURE
-                               : token_is(p, &p->cur, "Await") ? OPREG_TYPE_AWAIT
-                                                               : OPREG_TYPE_RREF;
+    int code = type_name_code(p->src + p->cur.start, p->cur.len);
+    if (code == ATOM_FUTURE || code == ATOM_AWAIT || code == ATOM_RREF) {
+        opreg_type_kind kind = code == ATOM_FUTURE  ? OPREG_TYPE_FUTURE
+                               : code == ATOM_AWAIT ? OPREG_TYPE_AWAIT
+                                                    : OPREG_TYPE_RREF;
         opreg__lex_next(p);
         expect(p, '(');
         const opreg_type *elem = parse_type(p, false);
         expect(p, ')');
         return wrap(p, kind, elem);
     }
-    if (token_is(p, &p->cur, "Tensor")) {
+    if (code == ATOM_TENSOR) {
         opreg__lex_next(p);
         *alias = parse_alias_annotation(p);
         return &leaf_types[OPREG_TYPE_TENSOR];
     }
-    if (token_is(p, &p->cur, "Dict")) {
+    if (code == ATOM_DICT) {
         opreg__lex_next(p);
         expect(p, '(');
         opreg_type *t = node(p, OPREG_TYPE_DICT, 2);
@@ -371,7 +390,7 @@ static const opreg_type *parse_atom(opreg__parser *p, const opreg_alias **alias)
         *alias = parse_alias_annotation(p);
         return t;
     }
-    if (token_is(p, &p->cur, "Union")) {
+    if (code == ATOM_UNION) {
         opreg__token at = opreg__lex_next(p);
         expect(p, '(');
         ptr_vec members = { 0 };
@@ -393,7 +412,7 @@ static const opreg_type *parse_atom(opreg__parser *p, const opreg_alias **alias)
         *alias = parse_alias_annotation(p);
         return t;
     }
-    if (token_is(p, &p->cur, "__torch__")) return parse_custom_class(p);
+    if (code == ATOM_CLASS) return parse_custom_class(p);
     const opreg_type *base = parse_base_type(p);
     *alias = parse_alias_annotation(p);
     return base;
@@ -490,7 +509,6 @@ typedef struct arg_vec {
     opreg_argument *items;
     uint32_t n;
     uint32_t cap;
-    ptr_vec starts; /* where each argument starts, for error positions */
 } arg_vec;
 
 static opreg_argument *arg_push(opreg__parser *p, arg_vec *v) {
@@ -534,12 +552,12 @@ static void check_schema(opreg__parser *p, const arg_vec *args) {
         if (a->def) {
             seen_default = true;
         } else if (a->type->kind != OPREG_TYPE_LIST && seen_default && !a->kwarg_only) {
-            const opreg__token *at = args->starts.items[i];
+
             p->schema->args = args->items;
             p->schema->n_args = args->n;
             char printed[300];
             size_t n = opreg_schema_format(p->schema, OPREG_SCHEMA_TORCH, printed, sizeof printed);
-            opreg__parse_fail(p, OPREG_ERR_SCHEMA_INVALID, at->start, at->len,
+            opreg__parse_fail(p, OPREG_ERR_SCHEMA_INVALID, a->src_start, a->src_len,
                               "Non-default positional argument follows default argument. "
                               "Parameter %s in %s%s",
                               a->name, printed, n >= sizeof printed ? "..." : "");
@@ -550,9 +568,13 @@ static void check_schema(opreg__parser *p, const arg_vec *args) {
 static void parse_declaration(opreg__parser *p) {
     opreg_schema *s = p->schema;
     parse_name(p);
-    if (p->cur.kind != '(')
-        opreg__parse_fail(p, OPREG_ERR_SCHEMA_SYNTAX, p->cur.start, p->cur.len,
+    if (p->cur.kind != '(') {
+        /* A bare name is a whole declaration of its own: the input must end. */
+        next_if(p, TK_NEWLINE);
+        expect(p, TK_EOF);
+        opreg__parse_fail(p, OPREG_ERR_SCHEMA_SYNTAX, 0, 0,
                           "Tried to parse a function schema but only the operator name was given");
+    }
 
     arg_vec args = { 0 };
     bool kwarg_only = false;
@@ -567,10 +589,10 @@ static void parse_declaration(opreg__parser *p) {
             } else if (next_if(p, TK_DOTS)) {
                 s->is_vararg = true;
             } else {
-                opreg__token *start = opreg__arena_alloc(p, sizeof *start);
-                *start = p->cur;
-                vec_push(p, &args.starts, start);
-                parse_argument(p, arg_push(p, &args), false, kwarg_only);
+                opreg_argument *arg = arg_push(p, &args);
+                arg->src_start = p->cur.start;
+                arg->src_len = p->cur.len;
+                parse_argument(p, arg, false, kwarg_only);
             }
         } while (next_if(p, ','));
     }
@@ -667,7 +689,7 @@ opreg_status opreg_schema_parse(opreg_schema **out, const char *text, size_t len
     p.src = text ? text : "";
     p.len = (uint32_t)len;
 
-    size_t cap = 256 + 6 * len;
+    size_t cap = 512 + 7 * len;
     struct opreg__chunk *c = malloc(sizeof *c + cap);
     if (!c) return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "opreg_schema_parse: out of memory");
     c->next = NULL;
@@ -677,6 +699,10 @@ opreg_status opreg_schema_parse(opreg_schema **out, const char *text, size_t len
     memset(s, 0, sizeof *s);
     s->chunks = c;
     p.schema = s;
+    p.copy = (char *)c->data + c->used;
+    c->used += (len + 1 + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+    if (len) memcpy(p.copy, text, len);
+    p.copy[len] = '\0';
     p.allow_typevars =
         (flags & OPREG_SCHEMA_ALLOW_TYPEVARS) ||
         (len >= 6 && (memcmp(text, "aten::", 6) == 0 || memcmp(text, "prim::", 6) == 0));

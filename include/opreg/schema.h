@@ -104,10 +104,13 @@ OPREG_API uint64_t opreg_schema_hash(const opreg_schema *schema);
 
 /// Printing styles.
 typedef enum opreg_schema_style {
-    /// opreg's canonical form: PyTorch's printed form, except that it always
-    /// parses back to an equal schema: `Tensor!` stays `Tensor!`, alias sets
-    /// keep their source order, Device and string defaults stay quoted,
-    /// complex defaults print as `2.j`, and `Tensor(a!)?[]` keeps its order.
+    /// opreg's canonical form: PyTorch's printed form, except where that would
+    /// not parse back to an equal schema. `Tensor!` stays `Tensor!`; alias
+    /// sets keep their source order; `Tensor(a!)?[]` keeps its order; Device
+    /// and string defaults stay quoted; complex defaults print as `2.j`;
+    /// enum-like defaults keep their names (`reduction=Mean`, `dtype=float32`:
+    /// PyTorch's `1` would read back as 1.0 for a float argument); a list of
+    /// equal ints collapses to one value only for a sized list of that size.
     OPREG_SCHEMA_CANONICAL = 0,
     /// Exactly what PyTorch's `operator<<(ostream&, const FunctionSchema&)`
     /// prints (`str(torch._C.parse_schema(s))`), non-re-parseable forms
