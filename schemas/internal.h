@@ -6,6 +6,7 @@
 #include "common/internal.h"
 
 #include <setjmp.h>
+#include <string.h>
 
 /* ---- model ------------------------------------------------------------------ */
 
@@ -163,6 +164,27 @@ int opreg__fake_kind(const opreg_type *type);
 
 /* Structural equality of types, alias annotations and defaults (model.c). */
 bool opreg__type_equal(const opreg_type *a, const opreg_type *b);
+
+/* Eight bytes at s as one word (s must have 8 readable bytes). */
+static inline uint64_t opreg__load8(const char *s) {
+    uint64_t w;
+    memcpy(&w, s, 8);
+    return w;
+}
+
+/* A word keeping only the first n (<= 8) bytes, in memory order. */
+static inline uint64_t opreg__first_bytes(uint64_t w, uint32_t n) {
+    if (n >= 8) return w;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return n ? w & (~0ull << (64 - 8 * n)) : 0;
+#else
+    return w & ((1ull << (8 * n)) - 1);
+#endif
+}
+
+/* Bytes of zeros after the arena's copy of the source, so that a word can be
+ * loaded at any position of it. */
+#define OPREG__COPY_PADDING 16
 
 /* ---- printing ----------------------------------------------------------------- */
 

@@ -84,21 +84,32 @@ static const unsigned char char_class[256] = {
 #undef R4
 #undef R2
 
+static void lex(opreg__parser *p, opreg__token *t);
+
+/* Bytes that continue an identifier. */
+#define R2(a)  a, a
+#define R4(a)  R2(a), R2(a)
+#define R8(a)  R4(a), R4(a)
+#define R16(a) R8(a), R8(a)
+static const bool ident_char[256] = {
+    ['a'] = R16(true), ['q'] = R8(true), ['y'] = R2(true), ['A'] = R16(true), ['Q'] = R8(true),
+    ['Y'] = R2(true),  ['_'] = true,     ['0'] = R8(true), ['8'] = R2(true),
+};
+#undef R16
+#undef R8
+#undef R4
+#undef R2
+
+/* How a bracket changes the nesting that makes newlines plain blanks. */
+static const signed char nesting_delta[256] = {
+    ['('] = 1, ['['] = 1, ['{'] = 1, [')'] = -1, [']'] = -1, ['}'] = -1,
+};
+
 static bool is_digit(unsigned char c) {
     return char_class[c] == CC_DIGIT;
 }
 static bool is_xdigit(unsigned char c) {
     return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-static bool is_ident_char(unsigned char c) {
-    return (unsigned char)(char_class[c] - CC_IDENT) <= (CC_DIGIT - CC_IDENT);
-}
-
-/* memcmp for the few bytes of a name, without a call. */
-static bool same_bytes(const char *a, const char *b, uint32_t n) {
-    for (uint32_t i = 0; i < n; i++)
-        if (a[i] != b[i]) return false;
-    return true;
 }
 
 /* ---- reserved words and operators ----------------------------------------------------- */
@@ -106,7 +117,7 @@ static bool same_bytes(const char *a, const char *b, uint32_t n) {
 /* Reserved words with their kinds, in a table probed by
  * (first + 7 * last + 56 * length) mod 64, which has no collisions. */
 static const struct {
-    const char *word;
+    char word[9]; /* zero-padded */
     uint8_t len;
     int16_t kind;
 } reserved[64] = {
@@ -126,9 +137,12 @@ static const struct {
     [61] = { "or", 2, TK_KEYWORD },       [62] = { "is", 2, TK_KEYWORD },
 };
 
+/* s is in the padded copy of the source, n <= 8. */
 static int reserved_kind(const char *s, uint32_t n) {
     unsigned h = ((unsigned char)s[0] + 7u * (unsigned char)s[n - 1] + 56u * n) & 63;
-    if (reserved[h].len == n && same_bytes(reserved[h].word, s, n)) return reserved[h].kind;
+    if (reserved[h].len == n &&
+        opreg__first_bytes(opreg__load8(s), n) == opreg__load8(reserved[h].word))
+        return reserved[h].kind;
     return TK_IDENT;
 }
 
@@ -329,26 +343,16 @@ static void lex_newline(opreg__parser *p, opreg__token *t, uint32_t start) {
 
 /* ---- tokens ------------------------------------------------------------------------------- */
 
-static void lex(opreg__parser *p, opreg__token *t) {
-    if (p->n_pending) {
-        *t = p->pending[0];
-        p->n_pending--;
-        memmove(p->pending, p->pending + 1, (size_t)p->n_pending * sizeof *t);
+/* Everything but identifiers and brackets: whitespace that crosses lines or
+ * holds comments, the end, numbers, strings, operators and invalid bytes.
+ * Kept out of line so that the fast path in lex() stays small. */
+__attribute__((noinline)) static void lex_slow(opreg__parser *p, opreg__token *t) {
+    uint32_t ws;
+    if (skip_space(p, false, &ws)) {
+        lex_newline(p, t, ws);
         return;
     }
-    uint32_t ws;
     uint32_t pos = p->pos;
-    /* Fast path: blanks, then a token on the same line. */
-    while (pos < p->len && char_class[(unsigned char)p->src[pos]] == CC_BLANK)
-        pos++;
-    p->pos = pos;
-    if (pos >= p->len || char_class[(unsigned char)p->src[pos]] >= CC_NEWLINE) {
-        if (skip_space(p, false, &ws)) {
-            lex_newline(p, t, ws);
-            return;
-        }
-        pos = p->pos;
-    }
     t->start = pos;
     if (pos >= p->len) {
         t->kind = TK_EOF;
@@ -359,35 +363,12 @@ static void lex(opreg__parser *p, opreg__token *t) {
     unsigned char c = (unsigned char)*s;
     uint32_t n;
     switch (char_class[c]) {
-    case CC_IDENT: {
-        const char *e = s + 1, *end = p->src + p->len;
-        while (e < end && is_ident_char((unsigned char)*e))
-            e++;
-        n = (uint32_t)(e - s);
-        t->kind = n <= 8 ? reserved_kind(s, n) : TK_IDENT;
-        if (t->kind == TK_KEYWORD && p->len - pos >= 6) {
-            /* The trie also knows "is not" and "not in". */
-            if (n == 2 && s[0] == 'i' && s[1] == 's' && memcmp(s + 2, " not", 4) == 0)
-                n = 6;
-            else if (n == 3 && s[0] == 'n' && memcmp(s + 3, " in", 3) == 0)
-                n = 6;
-        }
-        break;
-    }
+    case CC_IDENT:
     case CC_OPEN:
-        p->nesting++;
-        n = 1;
-        t->kind = c;
-        break;
     case CC_CLOSE:
-        p->nesting--;
-        n = 1;
-        t->kind = c;
-        break;
     case CC_SINGLE:
-        n = 1;
-        t->kind = c;
-        break;
+        lex(p, t); /* after a comment or a line continuation */
+        return;
     case CC_DIGIT:
     case CC_DOT:
         /* strtod reads numbers; a lone '.' or "..." is an operator. */
@@ -446,6 +427,51 @@ static void lex(opreg__parser *p, opreg__token *t) {
     }
     t->len = n;
     p->pos = pos + n;
+}
+
+/* The fast path: blanks, then an identifier, a reserved word or a bracket.
+ * It reads the arena's copy of the source, whose terminating NUL (a byte of
+ * no class) ends every loop without a bounds check. */
+static void lex(opreg__parser *p, opreg__token *t) {
+    if (p->n_pending) {
+        *t = p->pending[0];
+        p->n_pending--;
+        memmove(p->pending, p->pending + 1, (size_t)p->n_pending * sizeof *t);
+        return;
+    }
+    const char *src = p->copy;
+    uint32_t pos = p->pos;
+    while (char_class[(unsigned char)src[pos]] == CC_BLANK)
+        pos++;
+    unsigned char c = (unsigned char)src[pos];
+    int cls = char_class[c];
+    if (cls == CC_IDENT) {
+        const char *s = src + pos, *e = s + 1;
+        while (ident_char[(unsigned char)*e])
+            e++;
+        uint32_t n = (uint32_t)(e - s);
+        t->kind = n <= 8 ? reserved_kind(s, n) : TK_IDENT;
+        /* The trie also knows "is not" and "not in". */
+        if (t->kind == TK_KEYWORD &&
+            ((n == 2 && s[0] == 'i' && s[1] == 's' && s[2] == ' ' && s[3] == 'n' && s[4] == 'o' &&
+              s[5] == 't') ||
+             (n == 3 && s[0] == 'n' && s[3] == ' ' && s[4] == 'i' && s[5] == 'n')))
+            n = 6;
+        t->start = pos;
+        t->len = n;
+        p->pos = pos + n;
+        return;
+    }
+    if (cls >= CC_OPEN && cls <= CC_SINGLE) {
+        p->nesting += nesting_delta[c];
+        t->kind = c;
+        t->start = pos;
+        t->len = 1;
+        p->pos = pos + 1;
+        return;
+    }
+    p->pos = pos;
+    lex_slow(p, t);
 }
 
 void opreg__lex_init(opreg__parser *p) {

@@ -4,6 +4,7 @@
  * the schema's arena, so a failed parse frees one chain of chunks. */
 #include "schemas/internal.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,7 +181,7 @@ static const opreg_alias *parse_alias_annotation(opreg__parser *p) {
 enum { ATOM_TENSOR = 100, ATOM_FUTURE, ATOM_AWAIT, ATOM_RREF, ATOM_DICT, ATOM_UNION, ATOM_CLASS };
 
 static const struct {
-    const char *spelling;
+    char spelling[24]; /* zero-padded */
     uint8_t len;
     uint8_t code; /* an opreg_type_kind, or ATOM_* */
 } type_names[64] = {
@@ -219,13 +220,15 @@ static const struct {
     [63] = { "complex", 7, OPREG_TYPE_COMPLEX },
 };
 
-/* The code of a type name, or -1. */
+/* The code of a type name at s, in the padded copy of the source, or -1. */
 static int type_name_code(const char *s, uint32_t n) {
-    if (n == 0) return -1;
+    if (n == 0 || n > 23) return -1;
     unsigned h = ((unsigned char)s[0] + 23u * (unsigned char)s[n - 1] + 12u * n) & 63;
+    const char *want = type_names[h].spelling;
     if (type_names[h].len != n) return -1;
-    for (uint32_t i = 0; i < n; i++)
-        if (type_names[h].spelling[i] != s[i]) return -1;
+    for (uint32_t i = 0; i < n; i += 8) {
+        if (opreg__first_bytes(opreg__load8(s + i), n - i) != opreg__load8(want + i)) return -1;
+    }
     return type_names[h].code;
 }
 
@@ -289,7 +292,7 @@ static const opreg_type *parse_base_type(opreg__parser *p) {
     opreg__token t = p->cur;
     if (!next_if(p, TK_NONE) && !next_if(p, TK_NONE_TYPE)) expect(p, TK_IDENT);
     const char *s = p->src + t.start;
-    int code = type_name_code(s, t.len);
+    int code = type_name_code(p->copy + t.start, t.len);
     if (code >= 0 && code < ATOM_TENSOR) return &leaf_types[code];
     if (p->allow_typevars && t.len > 0 && s[0] >= 'a' && s[0] <= 'z') {
         opreg_type *v = node(p, OPREG_TYPE_VAR, 0);
@@ -363,7 +366,7 @@ static const opreg_type *parse_atom(opreg__parser *p, const opreg_alias **alias)
         return t;
     }
     if (p->cur.kind != TK_IDENT) return parse_base_type(p);
-    int code = type_name_code(p->src + p->cur.start, p->cur.len);
+    int code = type_name_code(p->copy + p->cur.start, p->cur.len);
     if (code == ATOM_FUTURE || code == ATOM_AWAIT || code == ATOM_RREF) {
         opreg_type_kind kind = code == ATOM_FUTURE  ? OPREG_TYPE_FUTURE
                                : code == ATOM_AWAIT ? OPREG_TYPE_AWAIT
@@ -634,6 +637,49 @@ static void parse_declaration(opreg__parser *p) {
     expect(p, TK_EOF);
 }
 
+/* ---- a spare first chunk per thread ----------------------------------------------------- */
+
+/* Parsing many schemas in a row is common (registration, tools); each thread
+ * keeps the first chunk of its last freed small schema for the next parse,
+ * which saves a malloc/free pair. A thread's spare is freed when it exits. */
+#define SPARE_CAP 4096
+
+static _Thread_local struct opreg__chunk *spare;
+static _Thread_local bool spare_registered;
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+static void spare_release(void *unused) {
+    (void)unused;
+    free(spare);
+    spare = NULL;
+}
+
+static void spare_make_key(void) {
+    if (pthread_key_create(&spare_key, spare_release) != 0) spare_key = (pthread_key_t)-1;
+}
+
+static struct opreg__chunk *take_spare(void) {
+    struct opreg__chunk *c = spare;
+    if (c) {
+        spare = NULL;
+        return c;
+    }
+    return malloc(sizeof *c + SPARE_CAP);
+}
+
+static bool keep_spare(struct opreg__chunk *c) {
+    if (c->cap != SPARE_CAP || spare) return false;
+    if (!spare_registered) {
+        pthread_once(&spare_once, spare_make_key);
+        if (spare_key == (pthread_key_t)-1 || pthread_setspecific(spare_key, &spare) != 0)
+            return false;
+        spare_registered = true;
+    }
+    spare = c;
+    return true;
+}
+
 /* ---- the entry point ------------------------------------------------------------------ */
 
 /* The full message for opreg_last_error(): the message, then the source line
@@ -690,7 +736,8 @@ opreg_status opreg_schema_parse(opreg_schema **out, const char *text, size_t len
     p.len = (uint32_t)len;
 
     size_t cap = 512 + 7 * len;
-    struct opreg__chunk *c = malloc(sizeof *c + cap);
+    struct opreg__chunk *c = cap <= SPARE_CAP ? take_spare() : malloc(sizeof *c + cap);
+    if (c && cap <= SPARE_CAP) cap = SPARE_CAP;
     if (!c) return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "opreg_schema_parse: out of memory");
     c->next = NULL;
     c->cap = cap;
@@ -700,9 +747,9 @@ opreg_status opreg_schema_parse(opreg_schema **out, const char *text, size_t len
     s->chunks = c;
     p.schema = s;
     p.copy = (char *)c->data + c->used;
-    c->used += (len + 1 + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+    c->used += (len + OPREG__COPY_PADDING + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
     if (len) memcpy(p.copy, text, len);
-    p.copy[len] = '\0';
+    memset(p.copy + len, 0, OPREG__COPY_PADDING);
     p.allow_typevars =
         (flags & OPREG_SCHEMA_ALLOW_TYPEVARS) ||
         (len >= 6 && (memcmp(text, "aten::", 6) == 0 || memcmp(text, "prim::", 6) == 0));
@@ -723,7 +770,8 @@ void opreg_schema_free(opreg_schema *schema) {
     struct opreg__chunk *c = schema->chunks;
     while (c) {
         struct opreg__chunk *next = c->next;
-        free(c);
+        /* The last chunk is the first one allocated, which holds the schema. */
+        if (next || !keep_spare(c)) free(c);
         c = next;
     }
 }
