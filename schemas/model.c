@@ -164,8 +164,11 @@ static bool same_sets(const char *const *a, uint32_t na, const char *const *b, u
     return true;
 }
 
+/* A fresh set (`!`) is unique to its annotation, and its number only says
+ * where it came in the text, so fresh sets are equal whatever their numbers. */
 static bool alias_equal(const opreg_alias *a, const opreg_alias *b) {
     if (!a || !b) return a == b;
+    if (a->is_fresh || b->is_fresh) return a->is_fresh == b->is_fresh;
     return a->is_write == b->is_write && a->is_fresh == b->is_fresh &&
            same_sets(a->before, a->n_before, b->before, b->n_before) &&
            same_sets(a->after, a->n_after, b->after, b->n_after);
@@ -262,8 +265,10 @@ static uint64_t hash_type(uint64_t h, const opreg_type *t) {
     h = mix(h, t->kind);
     h = mix(h, (uint64_t)t->list_size);
     if (t->kind == OPREG_TYPE_VAR || t->kind == OPREG_TYPE_CLASS) h = mix_str(h, t->name);
-    if (t->alias) {
-        h = mix(h, 1u + t->alias->is_write + 2u * t->alias->is_fresh);
+    if (t->alias && t->alias->is_fresh) {
+        h = mix(h, 4u);
+    } else if (t->alias) {
+        h = mix(h, 1u + t->alias->is_write);
         h = mix(h, hash_sets(t->alias->before, t->alias->n_before));
         h = mix(h, hash_sets(t->alias->after, t->alias->n_after));
     }

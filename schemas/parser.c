@@ -477,7 +477,11 @@ static int64_t parse_list_size(opreg__parser *p, const opreg__token *t) {
     }
     if (overflow) opreg__parse_fail(p, OPREG_ERR_SCHEMA_SYNTAX, t->start, t->len, "stoll");
     if (i == 0) opreg__parse_fail(p, OPREG_ERR_SCHEMA_SYNTAX, t->start, t->len, "stoll");
-    return (int32_t)(uint32_t)(uint64_t)v;
+    int32_t n = (int32_t)(uint32_t)(uint64_t)v;
+    if (n < 0) /* PyTorch would go on with a negative size */
+        opreg__parse_fail(p, OPREG_ERR_SCHEMA_SYNTAX, t->start, t->len,
+                          "list size %.*s does not fit in 31 bits", (int)t->len, p->src + t->start);
+    return n;
 }
 
 static void parse_argument(opreg__parser *p, opreg_argument *arg, bool is_return, bool kwarg_only) {

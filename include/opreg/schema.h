@@ -97,7 +97,8 @@ OPREG_API bool opreg_schema_is_mutable(const opreg_schema *schema);
 OPREG_API bool opreg_schema_has_type_variables(const opreg_schema *schema);
 
 /// Structural equality: names, arguments (name, type, alias annotations as
-/// sets, kwarg-only flag, default value) and returns. NULL equals only NULL.
+/// sets, kwarg-only flag, default value) and returns. Fresh sets (`!`) are
+/// equal whatever their numbers. NULL equals only NULL.
 OPREG_API bool opreg_schema_equal(const opreg_schema *a, const opreg_schema *b);
 /// A hash consistent with opreg_schema_equal(). NULL hashes to 0.
 OPREG_API uint64_t opreg_schema_hash(const opreg_schema *schema);
