@@ -729,6 +729,9 @@ opreg_status opreg_schema_parse(opreg_schema **out, const char *text, size_t len
     if (!out || (!text && len))
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_schema_parse: %s is NULL",
                            !out ? "out" : "text");
+    if (flags & ~(unsigned)OPREG_SCHEMA_ALLOW_TYPEVARS)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_schema_parse: unknown flags 0x%x",
+                           flags & ~(unsigned)OPREG_SCHEMA_ALLOW_TYPEVARS);
     if (len > MAX_INPUT_LEN)
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
                            "opreg_schema_parse: the schema text is %zu bytes, more than %u", len,

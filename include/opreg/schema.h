@@ -63,7 +63,8 @@ typedef struct opreg_schema_error {
 /// @return ::OPREG_OK, ::OPREG_ERR_SCHEMA_SYNTAX (the grammar, the lexer,
 /// bad default values), ::OPREG_ERR_SCHEMA_INVALID (the checks of PyTorch's
 /// FunctionSchema: a non-default positional argument after a default one, an
-/// illegal overload name), ::OPREG_ERR_INVALID_ARGUMENT (NULL pointers),
+/// illegal overload name), ::OPREG_ERR_INVALID_ARGUMENT (NULL pointers,
+/// unknown flags, text longer than 2 GiB),
 /// ::OPREG_ERR_OUT_OF_MEMORY.
 OPREG_API opreg_status opreg_schema_parse(opreg_schema **out, const char *text, size_t len,
                                           unsigned flags, opreg_schema_error *err);

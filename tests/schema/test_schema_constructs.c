@@ -1214,6 +1214,11 @@ TEST(null_arguments) {
     CHECK(s == NULL);
     CHECK(opreg_last_error()[0] != '\0');
 
+    opreg_clear_error();
+    CHECK_EQ_INT(opreg_schema_parse(&s, t, strlen(t), 0x80, &err), OPREG_ERR_INVALID_ARGUMENT);
+    CHECK(s == NULL);
+    CHECK_CONTAINS(opreg_last_error(), "unknown flags 0x80");
+
     /* err may be NULL */
     CHECK_EQ_INT(opreg_schema_parse(&s, t, strlen(t), 0, NULL), OPREG_OK);
     CHECK(s != NULL);
