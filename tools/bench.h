@@ -10,8 +10,8 @@
 #include <stdio.h>
 
 struct bench_ctx {
-    bool json;     /* print JSON lines instead of text */
-    bool progress; /* print progress lines on stderr (set when stderr is a terminal) */
+    bool json;              /* print JSON lines instead of text */
+    bool progress;          /* print progress lines on stderr (set when stderr is a terminal) */
     const char *corpus_dir; /* folder of the schema corpus, or NULL */
 };
 
@@ -24,7 +24,9 @@ void bench_progress(const struct bench_ctx *ctx, const char *fmt, ...);
 /* X(name, summary): the suites, in the order `opreg bench` runs them. Each is
  *   int bench_NAME(const struct bench_ctx *ctx);
  * returning 0 on success, 1 when the suite could not run (its input missing). */
-#define OPREG_BENCH_SUITES(X) X(schema, "parse the native_functions corpus")
+#define OPREG_BENCH_SUITES(X)                                                                      \
+    X(schema, "parse the native_functions corpus")                                                 \
+    X(dispatch, "call, look up and query a 4-argument op through the registry")
 
 #define X(name, summary) int bench_##name(const struct bench_ctx *ctx);
 OPREG_BENCH_SUITES(X)

@@ -10,6 +10,9 @@
 /* X(name, summary): one line a command, in the order `opreg --help` lists them. */
 #define OPREG_TOOL_COMMANDS(X)                                                                     \
     X(parse, "parse schemas, one a line, and print their canonical or PyTorch form")               \
+    X(list, "list the ops of the default registry, with the keys that have kernels")               \
+    X(schema, "print the schema of an op")                                                         \
+    X(supported, "say whether an op is supported (on a device), and why")                          \
     X(bench, "run benchmark suites")
 
 #define X(name, summary) int cmd_##name(int argc, char **argv);

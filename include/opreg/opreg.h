@@ -5,5 +5,10 @@
 
 #include "opreg/common.h"
 #include "opreg/schema.h"
+#include "opreg/tensor.h"
+#include "opreg/value.h"
+#include "opreg/backend.h"
+#include "opreg/registry.h"
+#include "opreg/dispatch.h"
 
 #endif

@@ -1,0 +1,205 @@
+/* The registry's internal structures, shared by the files of registry/ only.
+ *
+ * Readers (calls, lookups, queries) never lock: they load published
+ * pointers with acquire loads and read immutable objects. Writers (def,
+ * impl, close, key registration) serialise on the registry's mutex, build new
+ * objects, publish them with release stores, and *retire* the objects they
+ * replace: a retired object is freed only by opreg_registry_reclaim() or
+ * opreg_registry_destroy(), when no reader can hold it. */
+#ifndef OPREG_REGISTRY_INTERNAL_H
+#define OPREG_REGISTRY_INTERNAL_H
+
+#include "common/internal.h"
+#include "opreg/opreg.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* The most arguments an op may have (a boxed call builds them on the stack). */
+#define OPREG__MAX_ARGS 64
+/* Table slots: one per backend key, plus one for tensors no backend handles. */
+#define OPREG__KEY_UNKNOWN OPREG_MAX_KEYS
+#define OPREG__NSLOTS      (OPREG_MAX_KEYS + 1)
+/* Expected kinds beyond opreg_value_kind, for argument checks. */
+#define OPREG__KIND_SCALAR      100 /* `Scalar`: an int, float or bool value */
+#define OPREG__KIND_UNSUPPORTED 101 /* a type that values cannot carry */
+
+/* ---- argument plans (plan.c) --------------------------------------------- */
+
+/* How one argument is checked, worked out once at def time. */
+struct opreg__arg {
+    const char *name; /* owned by the schema */
+    uint32_t name_len;
+    uint8_t kind;          /* opreg_value_kind or OPREG__KIND_* */
+    uint8_t optional;      /* None is accepted */
+    uint8_t elem_optional; /* Tensor?[]: NULL list items are accepted */
+    uint8_t write;         /* Tensor!: the tensor must not be read-only */
+    uint8_t kwarg_only;
+    uint8_t has_default;
+    char type_text[30]; /* the schema spelling, for messages */
+    opreg_value def;    /* the default, when has_default */
+};
+
+/* Everything a call needs to know about an op's arguments. */
+struct opreg__plan {
+    bool defined;
+    const opreg_schema *schema;
+    const char *op_name;
+    uint32_t nargs, npositional, nreturns;
+    uint32_t ntensor;   /* arguments that carry tensors */
+    bool plain_tensors; /* all of them are plain `Tensor`s */
+    bool has_kwarg_only;
+    uint8_t tensor_pos[OPREG__MAX_ARGS];
+    uint8_t want[OPREG__MAX_ARGS]; /* args[i].kind, packed for the hot loop */
+    struct opreg__arg *args;       /* nargs items, in the same allocation */
+};
+
+opreg_status opreg__plan_build(struct opreg__plan **out, const opreg_schema *schema,
+                               const char *op_name);
+
+/* ---- dispatch tables (resolve.c) ----------------------------------------- */
+
+/* Immutable once published. It starts with the public head (entries by
+ * DLPack device type, for the inline fast path of opreg/dispatch.h). */
+struct opreg__table {
+    opreg_dispatch_table pub;
+    const struct opreg__plan *plan;
+    uint32_t kernel_mask; /* bit k: a kernel resolves for key k */
+    bool defined;         /* plan->defined, one load closer */
+    bool has_composite;
+    opreg_dispatch_entry e[OPREG__NSLOTS]; /* by key */
+};
+
+/* ---- registrations ------------------------------------------------------- */
+
+/* One kernel registration (an impl, a composite or a fallback). */
+struct opreg__kreg {
+    opreg_kernel k;
+    struct opreg_library *lib;
+    struct opreg_op *op; /* NULL for a fallback */
+    int32_t key;         /* backend key or OPREG_KEY_COMPOSITE */
+    uint32_t id;
+    struct opreg__kreg *older;    /* the one it replaced, in the same slot */
+    struct opreg__kreg *lib_next; /* the library's registrations */
+};
+
+struct opreg_op {
+    _Atomic(const opreg_dispatch_table *) table; /* first: see struct opreg_op_head */
+    struct opreg_registry *reg;
+    uint64_t hash;
+    size_t name_len;
+    char *name; /* "ns::name[.overload]" */
+    size_t ns_len;
+    /* Writer side, under reg->lock. */
+    struct opreg__kreg *direct[OPREG_MAX_KEYS]; /* newest first */
+    struct opreg__kreg *composite;
+    opreg_schema *schema;     /* NULL when not defined */
+    struct opreg__plan *plan; /* with schema */
+    struct opreg_library *def_lib;
+    struct opreg__table *owned; /* the table published now, or NULL */
+};
+
+struct opreg_library {
+    struct opreg_registry *reg;
+    opreg_library_kind kind;
+    opreg_dispatch_key default_key;
+    char *ns;
+    char *where; /* "file:line" */
+    opreg_status first_error;
+    char first_msg[1024];
+    struct opreg__kreg *kregs;
+    struct opreg_op **defs;
+    size_t ndefs, cap_defs;
+    struct opreg_library *prev, *next;
+};
+
+/* ---- the registry (registry.c, names.c) ---------------------------------- */
+
+struct opreg__slot {
+    _Atomic(struct opreg_op *) op;
+    uint64_t hash; /* written before op is published */
+};
+
+struct opreg__names {
+    size_t mask, count;
+    struct opreg__slot slots[];
+};
+
+struct opreg__opvec {
+    _Atomic size_t count;
+    size_t cap;
+    struct opreg_op *items[];
+};
+
+struct opreg__retired {
+    void (*fn)(void *);
+    void *ptr;
+    struct opreg__retired *next;
+};
+
+struct opreg_registry {
+    pthread_mutex_t lock;
+    _Atomic(struct opreg__names *) names;
+    _Atomic(struct opreg__opvec *) ops;
+    struct opreg__kreg *fallback[OPREG_MAX_KEYS];
+    struct opreg_library *libs;
+    struct opreg__retired *retired;
+    uint32_t next_id;
+    bool is_default;
+    struct opreg__plan undefined_plan;
+    struct opreg__table undefined_table;
+};
+
+uint64_t opreg__hash(const char *s, size_t len);
+struct opreg_op *opreg__names_find(const struct opreg_registry *reg, const char *name, size_t len,
+                                   uint64_t hash);
+/* Find or create an op record (writer). */
+opreg_status opreg__op_get(struct opreg_op **out, struct opreg_registry *reg, const char *name,
+                           size_t len);
+/* Write "did you mean" suggestions for an unknown name (writer lock taken inside). */
+opreg_status opreg__fail_unknown_op(const struct opreg_registry *reg, const char *name, size_t len);
+void opreg__names_free(struct opreg__names *names);
+
+/* Defer freeing @p ptr with @p fn until no reader can hold it. */
+void opreg__retire(struct opreg_registry *reg, void (*fn)(void *), void *ptr);
+void opreg__lock(const struct opreg_registry *reg);
+void opreg__unlock(const struct opreg_registry *reg);
+
+static inline const struct opreg__table *opreg__table_of(const struct opreg_op *op) {
+    return (const struct opreg__table *)(const void *)atomic_load_explicit(&op->table,
+                                                                           memory_order_acquire);
+}
+
+/* Call by dispatch key, never by the device-type entries. */
+opreg_status opreg__call_by_key(const opreg_op *op, const opreg_value *args, opreg_value *rets);
+
+/* Rebuild and publish an op's table after its registrations changed. */
+opreg_status opreg__op_publish(struct opreg_op *op);
+/* Rebuild every op's table (a fallback changed). */
+opreg_status opreg__publish_all(struct opreg_registry *reg);
+void opreg__table_init_undefined(struct opreg__table *t, const struct opreg__plan *plan);
+void opreg__library_close_locked(struct opreg_library *lib);
+/* Record a library's first failure and its message; returns @p st. */
+opreg_status opreg__lib_error(struct opreg_library *lib, opreg_status st);
+bool opreg__is_ident(const char *s, size_t len);
+
+/* ---- keys (keys.c) -------------------------------------------------------- */
+
+/* Key + 1 of each DLPack device type below 64 (0: none). */
+extern _Atomic(int8_t) opreg__devmap[64];
+/* Bit k: key k's backend is available. */
+extern _Atomic uint32_t opreg__avail_mask;
+int32_t opreg__key_of_type_slow(int32_t device_type);
+
+static inline int32_t opreg__key_of_type(int32_t device_type) {
+    if ((uint32_t)device_type < 64u) {
+        int32_t k = atomic_load_explicit(&opreg__devmap[device_type], memory_order_relaxed);
+        return k ? k - 1 : OPREG__KEY_UNKNOWN;
+    }
+    return opreg__key_of_type_slow(device_type);
+}
+
+/* "where" of a registration, for messages. */
+const char *opreg__kreg_where(const struct opreg__kreg *r);
+
+#endif

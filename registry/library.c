@@ -1,0 +1,307 @@
+/* Libraries: opening one, `def`, and closing (withdrawing all it registered).
+ * Kernel registration (impl, fallback) lives in impl.c. */
+#include "registry/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_ident(const char *s, size_t len) {
+    if (!len || (s[0] >= '0' && s[0] <= '9')) return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_'))
+            return false;
+    }
+    return true;
+}
+
+bool opreg__is_ident(const char *s, size_t len) {
+    return is_ident(s, len);
+}
+
+static const char *kind_macro(const struct opreg_library *lib) {
+    return lib->kind == OPREG_LIBRARY_DEF ? "OPREG_LIBRARY" : "OPREG_LIBRARY_IMPL";
+}
+
+/* Keep a library's first error, with its message, for opreg_library_run(). */
+opreg_status opreg__lib_error(struct opreg_library *lib, opreg_status st) {
+    if (st != OPREG_OK && lib->first_error == OPREG_OK) {
+        lib->first_error = st;
+        snprintf(lib->first_msg, sizeof lib->first_msg, "%s", opreg_last_error());
+    }
+    return st;
+}
+
+opreg_status opreg_library_create(opreg_library **out, opreg_registry *reg, opreg_library_kind kind,
+                                  const char *ns, opreg_dispatch_key default_key, const char *file,
+                                  int line) {
+    if (!out) return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_library_create: out is NULL");
+    *out = NULL;
+    if (!reg || !ns)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_library_create: %s is NULL",
+                           reg ? "ns" : "reg");
+    if (!is_ident(ns, strlen(ns)))
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                           "opreg_library_create: namespace '%s' is not an identifier", ns);
+    if (kind != OPREG_LIBRARY_DEF && kind != OPREG_LIBRARY_IMPL)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_library_create: unknown kind %d",
+                           (int)kind);
+    if (default_key != OPREG_KEY_NONE && default_key != OPREG_KEY_COMPOSITE &&
+        (default_key < 0 || default_key >= opreg_key_count()))
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                           "opreg_library_create: default_key %d is not a dispatch key",
+                           (int)default_key);
+    struct opreg_library *lib = calloc(1, sizeof *lib);
+    char where[512];
+    snprintf(where, sizeof where, "%s:%d", file ? file : "(unknown)", line);
+    if (lib) {
+        lib->ns = malloc(strlen(ns) + 1);
+        lib->where = malloc(strlen(where) + 1);
+    }
+    if (!lib || !lib->ns || !lib->where) {
+        if (lib) {
+            free(lib->ns);
+            free(lib->where);
+        }
+        free(lib);
+        return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "opreg_library_create: out of memory");
+    }
+    strcpy(lib->ns, ns);
+    strcpy(lib->where, where);
+    lib->reg = reg;
+    lib->kind = kind;
+    lib->default_key = default_key;
+    opreg__lock(reg);
+    for (struct opreg_library *o = reg->libs; o && kind == OPREG_LIBRARY_DEF; o = o->next) {
+        if (o->kind != OPREG_LIBRARY_DEF || strcmp(o->ns, ns) != 0) continue;
+        opreg__unlock(reg);
+        opreg__fail(OPREG_ERR_ALREADY_DEFINED,
+                    "Only a single OPREG_LIBRARY can be used to register the namespace %s; please "
+                    "put all of your definitions in a single OPREG_LIBRARY block. If you were "
+                    "trying to specify implementations, consider using OPREG_LIBRARY_IMPL (which "
+                    "can be duplicated). Previous registration of OPREG_LIBRARY was registered "
+                    "at %s; latest registration was registered at %s",
+                    ns, o->where, where);
+        free(lib->ns);
+        free(lib->where);
+        free(lib);
+        return OPREG_ERR_ALREADY_DEFINED;
+    }
+    lib->next = reg->libs;
+    if (reg->libs) reg->libs->prev = lib;
+    reg->libs = lib;
+    opreg__unlock(reg);
+    *out = lib;
+    return OPREG_OK;
+}
+
+opreg_status opreg_library_status(const opreg_library *lib) {
+    return lib ? lib->first_error : OPREG_ERR_INVALID_ARGUMENT;
+}
+
+static void free_schema(void *p) {
+    opreg_schema_free(p);
+}
+
+static void free_ptr(void *p) {
+    free(p);
+}
+
+/* Parse as m.def() does; the stored schema always names its namespace. */
+static opreg_status parse_def(opreg_schema **out, struct opreg_library *lib, const char *text) {
+    bool typevars = strcmp(lib->ns, "aten") == 0 || strcmp(lib->ns, "prim") == 0;
+    unsigned flags = typevars ? OPREG_SCHEMA_ALLOW_TYPEVARS : OPREG_SCHEMA_STRICT;
+    size_t len = strlen(text);
+    opreg_schema *s = NULL;
+    opreg_status st = opreg_schema_parse(&s, text, len, flags, NULL);
+    if (st != OPREG_OK) {
+        char msg[2048]; /* the message is rewritten into the same buffer */
+        snprintf(msg, sizeof msg, "%s", opreg_last_error());
+        return opreg__fail(st, "%s\n(Error occurred while processing %s block at %s)", msg,
+                           kind_macro(lib), lib->where);
+    }
+    const char *ns = opreg_schema_namespace(s);
+    if (*ns && strcmp(ns, lib->ns) != 0) {
+        st =
+            opreg__fail(OPREG_ERR_NAMESPACE_MISMATCH,
+                        "Explicitly provided namespace (%s) in schema string does not match "
+                        "namespace of enclosing %s block (%s).  Move this definition to the "
+                        "(unique) %s block corresponding to this namespace (and consider "
+                        "deleting the namespace from your schema string.)  (Error occurred "
+                        "while processing %s block at %s)",
+                        ns, kind_macro(lib), lib->ns, kind_macro(lib), kind_macro(lib), lib->where);
+    } else if (!typevars && opreg_schema_has_type_variables(s)) {
+        st = opreg__fail(OPREG_ERR_SCHEMA_INVALID,
+                         "%s: type variables are only allowed in the aten and prim namespaces, "
+                         "not in %s (Error occurred while processing %s block at %s)",
+                         text, lib->ns, kind_macro(lib), lib->where);
+    } else if (!*ns) {
+        /* Parse again with the namespace written in, so the schema prints it. */
+        char *full = malloc(strlen(lib->ns) + 2 + len + 1);
+        if (!full)
+            st = opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "def: out of memory");
+        else {
+            sprintf(full, "%s::%s", lib->ns, text);
+            opreg_schema_free(s);
+            s = NULL;
+            st = opreg_schema_parse(&s, full, strlen(full), flags, NULL);
+            free(full);
+        }
+    }
+    if (st != OPREG_OK) {
+        opreg_schema_free(s);
+        return st;
+    }
+    *out = s;
+    return OPREG_OK;
+}
+
+static opreg_status def_locked(struct opreg_op **out, struct opreg_library *lib, opreg_schema *s,
+                               const char *name, size_t len) {
+    struct opreg_registry *reg = lib->reg;
+    struct opreg_op *op = NULL;
+    OPREG__TRY(opreg__op_get(&op, reg, name, len));
+    if (op->schema) {
+        char old[1024];
+        opreg_schema_format(op->schema, OPREG_SCHEMA_CANONICAL, old, sizeof old);
+        return opreg__fail(OPREG_ERR_ALREADY_DEFINED,
+                           "Tried to register an operator (%s) with the same name and overload "
+                           "name multiple times. Each overload's schema should only be registered "
+                           "with a single call to def(). Duplicate registration: %s. Original "
+                           "registration: %s",
+                           old, lib->where, op->def_lib->where);
+    }
+    if (lib->ndefs == lib->cap_defs) {
+        size_t cap = lib->cap_defs ? 2 * lib->cap_defs : 8;
+        struct opreg_op **d = realloc(lib->defs, cap * sizeof *d);
+        if (!d) return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "def %s: out of memory", op->name);
+        lib->defs = d;
+        lib->cap_defs = cap;
+    }
+    struct opreg__plan *plan = NULL;
+    OPREG__TRY(opreg__plan_build(&plan, s, op->name));
+    op->schema = s;
+    op->plan = plan;
+    op->def_lib = lib;
+    opreg_status st = opreg__op_publish(op);
+    if (st != OPREG_OK) {
+        op->schema = NULL;
+        op->plan = NULL;
+        op->def_lib = NULL;
+        free(plan);
+        return st;
+    }
+    lib->defs[lib->ndefs++] = op;
+    *out = op;
+    return OPREG_OK;
+}
+
+opreg_status opreg_library_def(const opreg_op **out, opreg_library *lib, const char *schema) {
+    if (out) *out = NULL;
+    if (!lib || !schema)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_library_def: %s is NULL",
+                           lib ? "schema" : "lib");
+    if (lib->kind != OPREG_LIBRARY_DEF)
+        return opreg__lib_error(
+            lib, opreg__fail(OPREG_ERR_UNSUPPORTED,
+                             "Cannot define an operator inside of a OPREG_LIBRARY_IMPL block.  All "
+                             "def()s should be placed in the (unique) OPREG_LIBRARY block for "
+                             "their namespace.  (Error occurred at %s: def(\"%s\"))",
+                             lib->where, schema));
+    opreg_schema *s = NULL;
+    OPREG__TRY(opreg__lib_error(lib, parse_def(&s, lib, schema)));
+    char name[512];
+    const char *ov = opreg_schema_overload(s);
+    int n = snprintf(name, sizeof name, "%s::%s%s%s", lib->ns, opreg_schema_name(s), *ov ? "." : "",
+                     ov);
+    if (n < 0 || (size_t)n >= sizeof name) {
+        opreg_schema_free(s);
+        return opreg__lib_error(lib, opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                                                 "def: the op name is longer than %zu bytes",
+                                                 sizeof name - 1));
+    }
+    struct opreg_op *op = NULL;
+    opreg__lock(lib->reg);
+    opreg_status st = def_locked(&op, lib, s, name, (size_t)n);
+    opreg__unlock(lib->reg);
+    if (st != OPREG_OK) {
+        opreg_schema_free(s);
+        return opreg__lib_error(lib, st);
+    }
+    if (out) *out = op;
+    return OPREG_OK;
+}
+
+/* Unlink a registration from the stack it sits in. */
+static void unlink_kreg(struct opreg__kreg *r) {
+    struct opreg__kreg **slot;
+    if (!r->op)
+        slot = &r->lib->reg->fallback[r->key];
+    else if (r->key == OPREG_KEY_COMPOSITE)
+        slot = &r->op->composite;
+    else
+        slot = &r->op->direct[r->key];
+    while (*slot && *slot != r)
+        slot = &(*slot)->older;
+    if (*slot) *slot = r->older;
+}
+
+void opreg__library_close_locked(struct opreg_library *lib) {
+    struct opreg_registry *reg = lib->reg;
+    for (struct opreg__kreg *r = lib->kregs, *next; r; r = next) {
+        next = r->lib_next;
+        unlink_kreg(r);
+        if (r->k.release) opreg__retire(reg, r->k.release, r->k.context);
+        free(r);
+    }
+    for (size_t i = 0; i < lib->ndefs; i++) {
+        struct opreg_op *op = lib->defs[i];
+        opreg__retire(reg, free_schema, op->schema);
+        opreg__retire(reg, free_ptr, op->plan);
+        op->schema = NULL;
+        op->plan = NULL;
+        op->def_lib = NULL;
+        opreg__op_publish(op); /* to the undefined table: cannot fail */
+    }
+    /* Tables of the ops whose kernels or fallbacks went away. On out of
+     * memory an op keeps its old table, whose kernels stay callable. */
+    opreg__publish_all(reg);
+    if (lib->prev)
+        lib->prev->next = lib->next;
+    else
+        reg->libs = lib->next;
+    if (lib->next) lib->next->prev = lib->prev;
+    free(lib->defs);
+    free(lib->ns);
+    free(lib->where);
+    free(lib);
+}
+
+void opreg_library_close(opreg_library *lib) {
+    if (!lib) return;
+    struct opreg_registry *reg = lib->reg;
+    opreg__lock(reg);
+    opreg__library_close_locked(lib);
+    opreg__unlock(reg);
+}
+
+opreg_status opreg_library_run(opreg_library **out, opreg_registry *reg, opreg_library_kind kind,
+                               const char *ns, opreg_dispatch_key default_key, const char *file,
+                               int line, opreg_library_body body) {
+    if (out) *out = NULL;
+    if (!body) return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_library_run: body is NULL");
+    opreg_library *lib = NULL;
+    OPREG__TRY(opreg_library_create(&lib, reg, kind, ns, default_key, file, line));
+    body(lib);
+    opreg_status st = lib->first_error;
+    if (st != OPREG_OK) {
+        char msg[sizeof lib->first_msg];
+        memcpy(msg, lib->first_msg, sizeof msg);
+        opreg_library_close(lib);
+        return opreg__fail(st, "%s", msg);
+    }
+    if (out) *out = lib;
+    return OPREG_OK;
+}
