@@ -96,6 +96,7 @@ struct opreg_op {
     opreg_schema *schema;     /* NULL when not defined */
     struct opreg__plan *plan; /* with schema */
     struct opreg_library *def_lib;
+    char def_where[256];        /* "file:line" of the def() call, or its library's */
     struct opreg__table *owned; /* the table published now, or NULL */
 };
 

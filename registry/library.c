@@ -159,7 +159,7 @@ static opreg_status parse_def(opreg_schema **out, struct opreg_library *lib, con
 }
 
 static opreg_status def_locked(struct opreg_op **out, struct opreg_library *lib, opreg_schema *s,
-                               const char *name, size_t len) {
+                               const char *name, size_t len, const char *where) {
     struct opreg_registry *reg = lib->reg;
     struct opreg_op *op = NULL;
     OPREG__TRY(opreg__op_get(&op, reg, name, len));
@@ -171,7 +171,7 @@ static opreg_status def_locked(struct opreg_op **out, struct opreg_library *lib,
                            "name multiple times. Each overload's schema should only be registered "
                            "with a single call to def(). Duplicate registration: %s. Original "
                            "registration: %s",
-                           old, lib->where, op->def_lib->where);
+                           old, where, op->def_where);
     }
     if (lib->ndefs == lib->cap_defs) {
         size_t cap = lib->cap_defs ? 2 * lib->cap_defs : 8;
@@ -185,6 +185,7 @@ static opreg_status def_locked(struct opreg_op **out, struct opreg_library *lib,
     op->schema = s;
     op->plan = plan;
     op->def_lib = lib;
+    snprintf(op->def_where, sizeof op->def_where, "%s", where);
     opreg_status st = opreg__op_publish(op);
     if (st != OPREG_OK) {
         op->schema = NULL;
@@ -199,6 +200,11 @@ static opreg_status def_locked(struct opreg_op **out, struct opreg_library *lib,
 }
 
 opreg_status opreg_library_def(const opreg_op **out, opreg_library *lib, const char *schema) {
+    return opreg_library_def_at(out, lib, schema, NULL, 0);
+}
+
+opreg_status opreg_library_def_at(const opreg_op **out, opreg_library *lib, const char *schema,
+                                  const char *file, int line) {
     if (out) *out = NULL;
     if (!lib || !schema)
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_library_def: %s is NULL",
@@ -224,7 +230,12 @@ opreg_status opreg_library_def(const opreg_op **out, opreg_library *lib, const c
     }
     struct opreg_op *op = NULL;
     opreg__lock(lib->reg);
-    opreg_status st = def_locked(&op, lib, s, name, (size_t)n);
+    char where[256];
+    if (file)
+        snprintf(where, sizeof where, "%s:%d", file, line);
+    else
+        snprintf(where, sizeof where, "%s", lib->where);
+    opreg_status st = def_locked(&op, lib, s, name, (size_t)n, where);
     opreg__unlock(lib->reg);
     if (st != OPREG_OK) {
         opreg_schema_free(s);

@@ -133,6 +133,13 @@ OPREG_API opreg_status opreg_library_status(const opreg_library *lib);
 OPREG_API opreg_status opreg_library_def(const opreg_op **out, opreg_library *lib,
                                          const char *schema);
 
+/// opreg_library_def() that records where the def is written (@p file may be
+/// NULL: the library's place is used), so that a duplicate definition names
+/// both def() calls, as PyTorch's message does. OPREG_DEF() passes
+/// `__FILE__` and `__LINE__`. The file name is copied.
+OPREG_API opreg_status opreg_library_def_at(const opreg_op **out, opreg_library *lib,
+                                            const char *schema, const char *file, int line);
+
 /// Register @p kernel for op @p name ("rms_norm", "rms_norm.out" or
 /// "_C::rms_norm.out"; the namespace must be the library's) on @p key (a
 /// backend key, ::OPREG_KEY_COMPOSITE, or ::OPREG_KEY_NONE for the
@@ -220,7 +227,7 @@ OPREG_API opreg_status opreg_library_run(opreg_library **out, opreg_registry *re
     opreg_status opreg_library_impl_init_##ns##_##key(opreg_registry *reg, opreg_library **out)
 
 /// Inside a body: define an op (errors are kept in the library).
-#define OPREG_DEF(m, schema) ((void)opreg_library_def(NULL, (m), (schema)))
+#define OPREG_DEF(m, schema) ((void)opreg_library_def_at(NULL, (m), (schema), __FILE__, __LINE__))
 /// Inside a body: register a kernel for the library's key.
 #define OPREG_IMPL(m, name, fn, ctx)                                                               \
     ((void)opreg_library_impl_fn((m), (name), OPREG_KEY_NONE, (fn), (ctx)))

@@ -60,6 +60,12 @@ TEST(def_duplicate_names_both_places) {
         "float epsilon) -> ()) with the same name and overload name multiple times");
     CHECK_CONTAINS(opreg_last_error(), "Duplicate registration: first.c:10");
     CHECK_CONTAINS(opreg_last_error(), "Original registration: first.c:10");
+    /* With the def() calls' own places, those are named. */
+    CHECK_OK(opreg_library_def_at(NULL, a, "gelu(Tensor! out, Tensor x) -> ()", "ops.c", 31));
+    CHECK_STATUS(opreg_library_def_at(NULL, a, "gelu(Tensor x) -> Tensor", "more_ops.c", 7),
+                 OPREG_ERR_ALREADY_DEFINED);
+    CHECK_CONTAINS(opreg_last_error(),
+                   "Duplicate registration: more_ops.c:7. Original registration: ops.c:31");
     /* A second DEF library for the namespace is refused, naming both places. */
     CHECK_STATUS(
         opreg_library_create(&b, reg, OPREG_LIBRARY_DEF, "_C", OPREG_KEY_NONE, "second.c", 20),
