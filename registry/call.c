@@ -287,3 +287,31 @@ opreg_status opreg_call_boxed(const opreg_op *op, const opreg_value *args, size_
         return bind_and_run(op, t, args, nargs, kwargs, nkwargs, rets);
     return check_and_run(op, t, args, rets);
 }
+
+opreg_status opreg_call_boxed_key(const opreg_op *op, opreg_dispatch_key key,
+                                  const opreg_value *args, size_t nargs, const opreg_kwarg *kwargs,
+                                  size_t nkwargs, opreg_value *rets, size_t nrets) {
+    if (!op) return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_call_boxed_key: op is NULL");
+    if (key < 0 || key >= opreg_key_count())
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                           "opreg_call_boxed_key: %d is not a backend key", (int)key);
+    const struct opreg__table *t = opreg__table_of(op);
+    const struct opreg__plan *p = t->plan;
+    if (!p->defined) return t->e[0].fn(NULL, op, args, rets);
+    if ((nargs && !args) || (nkwargs && !kwargs))
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "%s: %s is NULL but its count is not 0",
+                           p->op_name, nargs && !args ? "args" : "kwargs");
+    if (nrets < p->nreturns || (p->nreturns && !rets))
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                           "%s: returns %u values but rets has room for %zu", p->op_name,
+                           p->nreturns, rets ? nrets : 0);
+    opreg_value bound[OPREG__MAX_ARGS];
+    OPREG__TRY(bind(bound, p, args, nargs, kwargs, nkwargs));
+    for (uint32_t i = 0; i < p->nargs; i++)
+        OPREG__TRY(check_arg(p, i, &bound[i]));
+    /* The key is given, but the tensors must still agree on a device. */
+    int32_t device_key;
+    OPREG__TRY(slow_key(&device_key, t, bound));
+    const opreg_dispatch_entry *e = &t->e[key];
+    return e->fn(e->context, op, bound, rets);
+}

@@ -51,8 +51,9 @@ static struct key_slot keys[OPREG_MAX_KEYS] = {
                          .backend = &cuda_stub,
                          .why = "opreg was built without the CUDA backend" },
     [OPREG_KEY_META] = { .display = "Meta", .backend = &opreg__meta_backend },
+    [OPREG_KEY_REFERENCE] = { .display = "Reference", .backend = &opreg__reference_backend },
 };
-static _Atomic int key_count = 3;
+static _Atomic int key_count = 4;
 static pthread_mutex_t key_lock = PTHREAD_MUTEX_INITIALIZER;
 
 _Atomic(int8_t) opreg__devmap[64] = {
@@ -61,7 +62,8 @@ _Atomic(int8_t) opreg__devmap[64] = {
     [kDLCUDA] = OPREG_KEY_CUDA + 1,
     [kDLCUDAManaged] = OPREG_KEY_CUDA + 1,
 };
-_Atomic uint32_t opreg__avail_mask = (1u << OPREG_KEY_CPU) | (1u << OPREG_KEY_META);
+_Atomic uint32_t opreg__avail_mask =
+    (1u << OPREG_KEY_CPU) | (1u << OPREG_KEY_META) | (1u << OPREG_KEY_REFERENCE);
 
 int32_t opreg__key_of_type_slow(int32_t device_type) {
     int n = atomic_load_explicit(&key_count, memory_order_acquire);

@@ -37,3 +37,20 @@ const opreg_backend opreg__cpu_backend = {
     .current_stream = NULL,
     .synchronize = NULL,
 };
+
+/* The Reference key's table: the same memory as the CPU's, under its own name.
+ * Its device type is the CPU's, but the CPU key comes first, so no call is
+ * dispatched to it by device. */
+const opreg_backend opreg__reference_backend = {
+    .struct_size = sizeof(opreg_backend),
+    .abi_version = OPREG_BACKEND_ABI_VERSION,
+    .name = "reference",
+    .device_type = kDLCPU,
+    .context = NULL,
+    .is_available = NULL,
+    .device_count = NULL,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .current_stream = NULL,
+    .synchronize = NULL,
+};

@@ -6,5 +6,6 @@
 #include "opreg/backend.h"
 
 extern const opreg_backend opreg__cpu_backend;
+extern const opreg_backend opreg__reference_backend;
 
 #endif

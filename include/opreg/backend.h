@@ -30,6 +30,11 @@ typedef int32_t opreg_dispatch_key;
 #define OPREG_KEY_CUDA 1
 /// The built-in Meta key (shape functions; tensors without data).
 #define OPREG_KEY_META 2
+/// The built-in Reference key: the catalogue's portable reference kernels
+/// (plain C, accumulating in double), the oracle the other backends are
+/// tested against. Its tensors are CPU tensors, but no call is dispatched
+/// to it by device: it is chosen explicitly, with opreg_call_boxed_key().
+#define OPREG_KEY_REFERENCE 3
 /// Alias key: a device-agnostic kernel used for every key without a direct one.
 #define OPREG_KEY_COMPOSITE 0x100
 /// No key (e.g. an impl library without a default key).

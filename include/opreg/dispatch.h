@@ -115,6 +115,17 @@ OPREG_API opreg_status opreg_call_boxed(const opreg_op *op, const opreg_value *a
                                         const opreg_kwarg *kwargs, size_t nkwargs,
                                         opreg_value *rets, size_t nrets);
 
+/// opreg_call_boxed() on the kernel of an explicit backend @p key (direct,
+/// composite or fallback), whatever the tensors' device: for example the
+/// Reference key, to run the catalogue's reference kernel beside the fast
+/// one. The arguments are validated as for opreg_call_boxed(), tensors
+/// still on one device. @return as opreg_call_boxed(), or
+/// ::OPREG_ERR_INVALID_ARGUMENT for a key that is not a backend key.
+OPREG_API opreg_status opreg_call_boxed_key(const opreg_op *op, opreg_dispatch_key key,
+                                            const opreg_value *args, size_t nargs,
+                                            const opreg_kwarg *kwargs, size_t nkwargs,
+                                            opreg_value *rets, size_t nrets);
+
 /// Call @p op with every argument in schema order and of the right kinds, as
 /// the generated typed entry points do: no type checking, only the dispatch
 /// key (and its device check). @p rets as for opreg_call_boxed().

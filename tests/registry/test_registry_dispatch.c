@@ -157,7 +157,7 @@ TEST(plugin_key_registered_after_tables_were_built) {
                          NULL };
     opreg_dispatch_key key;
     CHECK_OK(opreg_key_register(&key, &be));
-    CHECK_EQ_INT(key, 3);
+    CHECK_EQ_INT(key, 4); /* after CPU, CUDA, Meta and Reference */
     CHECK_EQ_STR(opreg_key_name(key), "vulkan");
     CHECK_EQ_INT(opreg_key_of_device(a.t.device), key);
     opreg_dispatch_key again;
@@ -187,12 +187,47 @@ TEST(plugin_key_registered_after_tables_were_built) {
     opreg_library_close(lib);
 }
 
+/* The Reference key is never chosen by device; opreg_call_boxed_key()
+ * chooses it (or any backend key) explicitly, with the usual validation. */
+TEST(explicit_key_calls) {
+    static struct probe pref = { "reference", 0 };
+    opreg_library *ref_lib;
+    CHECK_OK(opreg_library_create(&ref_lib, reg, OPREG_LIBRARY_IMPL, "t", OPREG_KEY_REFERENCE,
+                                  "r.c", 1));
+    CHECK_OK(opreg_library_impl_fn(ref_lib, "two", OPREG_KEY_NONE, probe_kernel, &pref));
+    struct fake_tensor a, b;
+    opreg_value v[2] = { opreg_tensor_value(fake(&a, kDLCPU, 0)),
+                         opreg_tensor_value(fake(&b, kDLCPU, 0)) };
+    CHECK_OK(opreg_call_boxed(find("t::two"), v, 2, NULL, 0, NULL, 0));
+    CHECK_EQ_STR(last_ran, "cpu");
+    CHECK_OK(opreg_call_boxed_key(find("t::two"), OPREG_KEY_REFERENCE, v, 2, NULL, 0, NULL, 0));
+    CHECK_EQ_STR(last_ran, "reference");
+    CHECK_OK(opreg_call_boxed_key(find("t::two"), OPREG_KEY_META, v, 2, NULL, 0, NULL, 0));
+    CHECK_EQ_STR(last_ran, "meta");
+    /* A key without a kernel, a key that is no backend, a bad value. */
+    CHECK_STATUS(opreg_call_boxed_key(find("t::opt"), OPREG_KEY_REFERENCE, v, 2, NULL, 0, NULL, 0),
+                 OPREG_ERR_NO_KERNEL);
+    CHECK_STATUS(opreg_call_boxed_key(find("t::two"), OPREG_KEY_COMPOSITE, v, 2, NULL, 0, NULL, 0),
+                 OPREG_ERR_INVALID_ARGUMENT);
+    opreg_value bad[2] = { v[0], opreg_int_value(3) };
+    CHECK_STATUS(
+        opreg_call_boxed_key(find("t::two"), OPREG_KEY_REFERENCE, bad, 2, NULL, 0, NULL, 0),
+        OPREG_ERR_TYPE_MISMATCH);
+    CHECK_CONTAINS(opreg_last_error(), "argument 'b'");
+    /* Mixed devices are refused whatever the key. */
+    v[1] = opreg_tensor_value(fake(&b, kDLCUDA, 0));
+    CHECK_STATUS(opreg_call_boxed_key(find("t::two"), OPREG_KEY_REFERENCE, v, 2, NULL, 0, NULL, 0),
+                 OPREG_ERR_DEVICE_MISMATCH);
+    opreg_library_close(ref_lib);
+}
+
 int main(void) {
     setup();
     RUN(plain_tensors_cpu_and_meta);
     RUN(optional_and_list_tensors_count);
     RUN(op_without_tensors_uses_cpu);
     RUN(mixed_devices_need_a_kernel_that_accepts_them);
+    RUN(explicit_key_calls);
     RUN(plugin_key_registered_after_tables_were_built);
     opreg_library_close(meta_lib);
     opreg_library_close(cpu_lib);

@@ -128,12 +128,14 @@ TEST(keys) {
     CHECK_EQ_INT(k, OPREG_KEY_COMPOSITE);
     CHECK_STATUS(opreg_key_find(&k, "tpu"), OPREG_ERR_NOT_FOUND);
     CHECK_CONTAINS(opreg_last_error(),
-                   "no dispatch key named 'tpu'; known keys: cpu, cuda, meta, composite");
+                   "no dispatch key named 'tpu'; known keys: cpu, cuda, meta, reference, composite");
     char why[128];
     CHECK(opreg_key_is_available(OPREG_KEY_CPU, why, sizeof why));
     CHECK(!opreg_key_is_available(OPREG_KEY_CUDA, why, sizeof why));
     CHECK_CONTAINS(why, "built without the CUDA backend");
-    CHECK_EQ_INT(opreg_key_count(), 3);
+    CHECK_EQ_INT(opreg_key_count(), 4);
+    CHECK_EQ_STR(opreg_key_name(OPREG_KEY_REFERENCE), "Reference");
+    CHECK(opreg_key_is_available(OPREG_KEY_REFERENCE, why, sizeof why));
     CHECK_STATUS(opreg_key_attach_backend(OPREG_KEY_CPU, opreg_key_backend(OPREG_KEY_CPU)),
                  OPREG_ERR_INVALID_ARGUMENT);
 }
