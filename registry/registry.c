@@ -11,7 +11,10 @@
  * function that OPREG_LIBRARY / OPREG_LIBRARY_IMPL define. The op catalogue
  * adds its libraries here (e.g. X(opreg_library_init__C)). Calling them from
  * here is what keeps them in a static link. */
-#define OPREG_BUILTIN_LIBRARIES(X)
+#define OPREG_BUILTIN_LIBRARIES(X)                                                                 \
+    X(opreg_library_init__C)                                                                       \
+    X(opreg_library_impl_init__C_REFERENCE)                                                        \
+    X(opreg_library_impl_init__C_META)
 
 #define X(init)                  OPREG_DECLARE_INIT(init);
 #define OPREG_DECLARE_INIT(init) opreg_status init(opreg_registry *reg, opreg_library **out)

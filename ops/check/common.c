@@ -1,0 +1,298 @@
+/* The argument checks that every op's check is built from. Each failure sets
+ * a message "<op>: argument '<arg>': <reason>" and returns its status. */
+#include "ops/ops_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+int opreg__dtype_of(const opreg_tensor *t) {
+    DLDataType d = t->dtype;
+    if (d.lanes != 1) return OPREG__DT_NONE;
+    switch (d.code) {
+    case kDLInt:
+        switch (d.bits) {
+        case 8:
+            return OPREG_DTYPE_I8;
+        case 16:
+            return OPREG_DTYPE_I16;
+        case 32:
+            return OPREG_DTYPE_I32;
+        case 64:
+            return OPREG_DTYPE_I64;
+        default:
+            return OPREG__DT_NONE;
+        }
+    case kDLUInt:
+        return d.bits == 8 ? OPREG_DTYPE_U8 : OPREG__DT_NONE;
+    case kDLFloat:
+        switch (d.bits) {
+        case 16:
+            return OPREG_DTYPE_F16;
+        case 32:
+            return OPREG_DTYPE_F32;
+        case 64:
+            return OPREG_DTYPE_F64;
+        default:
+            return OPREG__DT_NONE;
+        }
+    case kDLBfloat:
+        return d.bits == 16 ? OPREG_DTYPE_BF16 : OPREG__DT_NONE;
+    case OPREG_DL_BOOL:
+        return d.bits == 8 ? OPREG_DTYPE_BOOL : OPREG__DT_NONE;
+    case OPREG_DL_FLOAT8_E4M3FN:
+        return d.bits == 8 ? OPREG_DTYPE_F8_E4M3FN : OPREG__DT_NONE;
+    case OPREG_DL_FLOAT8_E5M2:
+        return d.bits == 8 ? OPREG_DTYPE_F8_E5M2 : OPREG__DT_NONE;
+    default:
+        return OPREG__DT_NONE;
+    }
+}
+
+size_t opreg__dtype_bytes(int dt) {
+    switch (dt) {
+    case OPREG_DTYPE_U8:
+    case OPREG_DTYPE_I8:
+    case OPREG_DTYPE_BOOL:
+    case OPREG_DTYPE_F8_E4M3FN:
+    case OPREG_DTYPE_F8_E5M2:
+        return 1;
+    case OPREG_DTYPE_I16:
+    case OPREG_DTYPE_F16:
+    case OPREG_DTYPE_BF16:
+        return 2;
+    case OPREG_DTYPE_I32:
+    case OPREG_DTYPE_F32:
+        return 4;
+    case OPREG_DTYPE_I64:
+    case OPREG_DTYPE_F64:
+        return 8;
+    default:
+        return 0;
+    }
+}
+
+int64_t opreg__stride(const opreg_tensor *t, int dim) {
+    int64_t s = 1;
+    if (t->strides) return t->strides[dim];
+    for (int d = t->ndim - 1; d > dim; d--)
+        s *= t->shape[d];
+    return s;
+}
+
+int64_t opreg__numel(const opreg_tensor *t) {
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= t->shape[d];
+    return n;
+}
+
+static const char *dtype_name(int dt) {
+    const char *n = dt == OPREG__DT_NONE ? NULL : opreg_dtype_name((opreg_dtype)dt);
+    return n ? n : "unknown";
+}
+
+/* "f32, f16 or bf16" for a dtype set. */
+static void dtype_set_text(uint32_t set, char *buf, size_t cap) {
+    size_t len = 0;
+    int count = 0, total = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < 32; d++)
+        if (set & (1u << d)) total++;
+    for (int d = 0; d < 32 && len < cap; d++) {
+        if (!(set & (1u << d))) continue;
+        count++;
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s",
+                                count == 1 ? "" : (count == total ? " or " : ", "), dtype_name(d));
+    }
+}
+
+opreg_status opreg__chk_tensor(const char *op, const char *arg, const opreg_tensor *t,
+                               uint32_t dtypes, int ndim) {
+    int dt;
+    if (!t)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "%s: argument '%s': tensor is NULL", op,
+                           arg);
+    if (t->ndim < 0 || t->ndim > OPREG__MAX_DIMS || (t->ndim > 0 && !t->shape))
+        return opreg__fail(OPREG_ERR_SHAPE, "%s: argument '%s': invalid rank %d or no shape", op,
+                           arg, t->ndim);
+    if (ndim >= 0 && t->ndim != ndim)
+        return opreg__fail(OPREG_ERR_SHAPE, "%s: argument '%s': expected rank %d, got %d", op, arg,
+                           ndim, t->ndim);
+    if (ndim == -2 && t->ndim < 1)
+        return opreg__fail(OPREG_ERR_SHAPE, "%s: argument '%s': expected rank >= 1, got 0", op,
+                           arg);
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] < 0)
+            return opreg__fail(OPREG_ERR_SHAPE,
+                               "%s: argument '%s': negative size %" PRId64 " in dim %d", op, arg,
+                               t->shape[d], d);
+    dt = opreg__dtype_of(t);
+    if (dt == OPREG__DT_NONE || dt >= 32 || !(dtypes & (1u << dt))) {
+        char want[160];
+        dtype_set_text(dtypes, want, sizeof want);
+        return opreg__fail(OPREG_ERR_SHAPE, "%s: argument '%s': expected dtype %s, got %s", op, arg,
+                           want, dtype_name(dt));
+    }
+    if (!opreg__is_meta(t) && !t->data && opreg__numel(t) > 0)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "%s: argument '%s': data is NULL", op, arg);
+    return OPREG_OK;
+}
+
+opreg_status opreg__chk_size(const char *op, const char *arg, const opreg_tensor *t, int dim,
+                             int64_t expect) {
+    int d = dim < 0 ? t->ndim + dim : dim;
+    if (d < 0 || d >= t->ndim || t->shape[d] != expect)
+        return opreg__fail(OPREG_ERR_SHAPE,
+                           "%s: argument '%s': expected size %" PRId64 " in dim %d, got %" PRId64,
+                           op, arg, expect, d, d >= 0 && d < t->ndim ? t->shape[d] : (int64_t)-1);
+    return OPREG_OK;
+}
+
+opreg_status opreg__chk_contig(const char *op, const char *arg, const opreg_tensor *t) {
+    int64_t expect = 1;
+    if (!t->strides) return OPREG_OK;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] != 1 && t->strides[d] != expect)
+            return opreg__fail(OPREG_ERR_SHAPE,
+                               "%s: argument '%s': must be contiguous (stride %" PRId64
+                               " in dim %d, expected %" PRId64 ")",
+                               op, arg, t->strides[d], d, expect);
+        expect *= t->shape[d];
+    }
+    return OPREG_OK;
+}
+
+opreg_status opreg__chk_rows(const char *op, const char *arg, const opreg_tensor *t) {
+    int n = t->ndim;
+    if (!t->strides || n == 0) return OPREG_OK;
+    if (t->shape[n - 1] > 1 && t->strides[n - 1] != 1)
+        return opreg__fail(OPREG_ERR_SHAPE,
+                           "%s: argument '%s': last dim must have stride 1, got %" PRId64, op, arg,
+                           t->strides[n - 1]);
+    for (int d = n - 3; d >= 0; d--)
+        if (t->shape[d] > 1 && t->strides[d] != t->strides[d + 1] * t->shape[d + 1])
+            return opreg__fail(OPREG_ERR_SHAPE,
+                               "%s: argument '%s': leading dims must collapse "
+                               "into rows (stride %" PRId64 " in dim %d)",
+                               op, arg, t->strides[d], d);
+    if (n >= 2 && t->shape[n - 2] > 1 && t->strides[n - 2] < t->shape[n - 1])
+        return opreg__fail(OPREG_ERR_SHAPE,
+                           "%s: argument '%s': rows overlap (row stride %" PRId64 " < %" PRId64 ")",
+                           op, arg, t->strides[n - 2], t->shape[n - 1]);
+    return OPREG_OK;
+}
+
+int64_t opreg__rows(const opreg_tensor *t) {
+    int64_t r = 1;
+    for (int d = 0; d + 1 < t->ndim; d++)
+        r *= t->shape[d];
+    return r;
+}
+
+int64_t opreg__row_stride(const opreg_tensor *t) {
+    if (t->ndim < 2) return t->ndim == 1 ? t->shape[0] : 1;
+    return opreg__stride(t, t->ndim - 2);
+}
+
+opreg_status opreg__chk_same_dtype(const char *op, const char *arg, const opreg_tensor *t,
+                                   const char *ref_arg, const opreg_tensor *ref) {
+    int a = opreg__dtype_of(t), b = opreg__dtype_of(ref);
+    if (a != b)
+        return opreg__fail(OPREG_ERR_SHAPE, "%s: argument '%s': dtype %s differs from '%s' (%s)",
+                           op, arg, dtype_name(a), ref_arg, dtype_name(b));
+    return OPREG_OK;
+}
+
+opreg_status opreg__chk_same_shape(const char *op, const char *arg, const opreg_tensor *t,
+                                   const char *ref_arg, const opreg_tensor *ref) {
+    int same = t->ndim == ref->ndim;
+    for (int d = 0; same && d < t->ndim; d++)
+        same = t->shape[d] == ref->shape[d];
+    if (!same)
+        return opreg__fail(OPREG_ERR_SHAPE, "%s: argument '%s': shape differs from '%s'", op, arg,
+                           ref_arg);
+    return OPREG_OK;
+}
+
+opreg_status opreg__chk_same_device(const char *op, const char *arg, const opreg_tensor *t,
+                                    const char *ref_arg, const opreg_tensor *ref) {
+    if (t->device.device_type != ref->device.device_type ||
+        t->device.device_id != ref->device.device_id) {
+        char a[64], b[64];
+        opreg_device_format(t->device, a, sizeof a);
+        opreg_device_format(ref->device, b, sizeof b);
+        return opreg__fail(OPREG_ERR_DEVICE_MISMATCH,
+                           "%s: argument '%s' is on %s but '%s' is on %s", op, arg, a, ref_arg, b);
+    }
+    return OPREG_OK;
+}
+
+/* [lo, hi) of the bytes a tensor's elements touch; lo == hi when empty. */
+static void byte_range(const opreg_tensor *t, uintptr_t *lo, uintptr_t *hi) {
+    uintptr_t base = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
+    int64_t es = (int64_t)opreg__dtype_bytes(opreg__dtype_of(t));
+    int64_t neg = 0, pos = 0;
+    if (opreg__numel(t) == 0) {
+        *lo = *hi = base;
+        return;
+    }
+    for (int d = 0; d < t->ndim; d++) {
+        int64_t span = (t->shape[d] - 1) * opreg__stride(t, d) * es;
+        if (span < 0)
+            neg += span;
+        else
+            pos += span;
+    }
+    *lo = base - (uintptr_t)(-neg);
+    *hi = base + (uintptr_t)(pos + es);
+}
+
+static int overlaps(const opreg_tensor *a, const opreg_tensor *b) {
+    uintptr_t alo, ahi, blo, bhi;
+    if (opreg__is_meta(a) || opreg__is_meta(b)) return 0;
+    if (a->device.device_type != b->device.device_type ||
+        a->device.device_id != b->device.device_id)
+        return 0;
+    byte_range(a, &alo, &ahi);
+    byte_range(b, &blo, &bhi);
+    return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
+}
+
+opreg_status opreg__chk_no_overlap(const char *op, const char *out_arg, const opreg_tensor *out,
+                                   const char *in_arg, const opreg_tensor *in) {
+    if (overlaps(out, in))
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "%s: argument '%s' overlaps '%s' in memory",
+                           op, out_arg, in_arg);
+    return OPREG_OK;
+}
+
+static int same_view(const opreg_tensor *a, const opreg_tensor *b) {
+    if (opreg__ptr(a) != opreg__ptr(b) || a->ndim != b->ndim) return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d] ||
+            (a->shape[d] > 1 && opreg__stride(a, d) != opreg__stride(b, d)))
+            return 0;
+    return opreg__dtype_of(a) == opreg__dtype_of(b);
+}
+
+opreg_status opreg__chk_no_partial_overlap(const char *op, const char *out_arg,
+                                           const opreg_tensor *out, const char *in_arg,
+                                           const opreg_tensor *in) {
+    if (overlaps(out, in) && !same_view(out, in))
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                           "%s: argument '%s' partially overlaps '%s' (only an exact alias may "
+                           "run in place)",
+                           op, out_arg, in_arg);
+    return OPREG_OK;
+}
+
+opreg_status opreg__chk_cpu(const char *op, const char *arg, const opreg_tensor *t) {
+    if (t->device.device_type != kDLCPU) {
+        char a[64];
+        opreg_device_format(t->device, a, sizeof a);
+        return opreg__fail(OPREG_ERR_UNSUPPORTED,
+                           "%s: argument '%s' is on %s; the reference kernel runs on the CPU", op,
+                           arg, a);
+    }
+    return OPREG_OK;
+}

@@ -1,0 +1,156 @@
+/* Helpers shared by the op checks and the reference kernels: dtypes of
+ * DLTensors, element loads and stores through double, and the argument
+ * checks that every op's opreg__check_<op>() is built from. Not installed. */
+#ifndef OPREG_OPS_INTERNAL_H
+#define OPREG_OPS_INTERNAL_H
+
+#include "common/internal.h"
+#include "opreg/tensor.h"
+#include "ops/dtype_convert.h"
+
+#include <math.h>
+
+/* Sentinel for a DLDataType that opreg has no dtype for. */
+#define OPREG__DT_NONE (-1)
+
+/* A set of dtypes, for checks: OPREG__DTS(F32) | OPREG__DTS(BF16). */
+#define OPREG__DTS(d)    (1u << OPREG_DTYPE_##d)
+#define OPREG__DTS_FLOAT (OPREG__DTS(F32) | OPREG__DTS(F16) | OPREG__DTS(BF16))
+#define OPREG__DTS_ANY   0xFFFFFFFFu
+#define OPREG__MAX_DIMS  16
+
+/* The opreg dtype of a tensor, or OPREG__DT_NONE. */
+int opreg__dtype_of(const opreg_tensor *t);
+
+/* Element size in bytes of an opreg dtype (0 when unknown). */
+size_t opreg__dtype_bytes(int dt);
+
+/* Stride of dimension @p dim in elements (strides NULL = row-major). */
+int64_t opreg__stride(const opreg_tensor *t, int dim);
+
+/* numel over all dims; 1 for a 0-d tensor. */
+int64_t opreg__numel(const opreg_tensor *t);
+
+/* First element's address. */
+static inline void *opreg__ptr(const opreg_tensor *t) {
+    return (char *)t->data + t->byte_offset;
+}
+
+static inline int opreg__is_meta(const opreg_tensor *t) {
+    return t->device.device_type == OPREG_DEVICE_META;
+}
+
+/* Round a double once to float: round to odd, so that a second rounding to
+ * a narrower format (24 > 8 + 2 significand bits) is a correct rounding. */
+static inline float opreg__f64_to_f32_odd(double d) {
+    float f = (float)d;
+    uint32_t u;
+    if (isnan(d) || (double)f == d) return f;
+    if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);
+    u = opreg__f32_bits(f) | 1u;
+    return opreg__f32_from_bits(u);
+}
+
+/* Load element @p i of a buffer of dtype @p dt as a double (exact). */
+static inline double opreg__ld(const void *p, int dt, int64_t i) {
+    switch (dt) {
+    case OPREG_DTYPE_F32:
+        return ((const float *)p)[i];
+    case OPREG_DTYPE_F64:
+        return ((const double *)p)[i];
+    case OPREG_DTYPE_F16:
+        return opreg__f16_to_f32(((const uint16_t *)p)[i]);
+    case OPREG_DTYPE_BF16:
+        return opreg__bf16_to_f32(((const uint16_t *)p)[i]);
+    case OPREG_DTYPE_F8_E4M3FN:
+        return opreg__e4m3fn_to_f32(((const uint8_t *)p)[i]);
+    case OPREG_DTYPE_F8_E5M2:
+        return opreg__e5m2_to_f32(((const uint8_t *)p)[i]);
+    case OPREG_DTYPE_I8:
+        return ((const int8_t *)p)[i];
+    case OPREG_DTYPE_U8:
+        return ((const uint8_t *)p)[i];
+    case OPREG_DTYPE_I16:
+        return ((const int16_t *)p)[i];
+    case OPREG_DTYPE_I32:
+        return ((const int32_t *)p)[i];
+    case OPREG_DTYPE_I64:
+        return (double)((const int64_t *)p)[i];
+    default:
+        return 0.0;
+    }
+}
+
+/* Round @p v once to the float dtype @p dt (f32, f64, f16, bf16) and store. */
+static inline void opreg__st(void *p, int dt, int64_t i, double v) {
+    switch (dt) {
+    case OPREG_DTYPE_F32:
+        ((float *)p)[i] = (float)v;
+        break;
+    case OPREG_DTYPE_F64:
+        ((double *)p)[i] = v;
+        break;
+    case OPREG_DTYPE_F16:
+        ((uint16_t *)p)[i] = opreg__f32_to_f16(opreg__f64_to_f32_odd(v));
+        break;
+    case OPREG_DTYPE_BF16:
+        ((uint16_t *)p)[i] = opreg__f32_to_bf16(opreg__f64_to_f32_odd(v));
+        break;
+    default:
+        break;
+    }
+}
+
+/* @p v rounded to the float dtype @p dt, as a double. */
+static inline double opreg__round_to(int dt, double v) {
+    switch (dt) {
+    case OPREG_DTYPE_F32:
+        return (float)v;
+    case OPREG_DTYPE_F16:
+        return opreg__f16_to_f32(opreg__f32_to_f16(opreg__f64_to_f32_odd(v)));
+    case OPREG_DTYPE_BF16:
+        return opreg__bf16_to_f32(opreg__f32_to_bf16(opreg__f64_to_f32_odd(v)));
+    default:
+        return v;
+    }
+}
+
+/* Index elements (int32 or int64) as int64. */
+static inline int64_t opreg__ld_index(const void *p, int dt, int64_t i) {
+    return dt == OPREG_DTYPE_I32 ? ((const int32_t *)p)[i] : ((const int64_t *)p)[i];
+}
+
+/* ---- argument checks; each names op and argument in the message ----------- */
+
+/* The tensor exists, has rank @p ndim (-1: any, -2: at least 1), sizes >= 0,
+ * a dtype in @p dtypes and, unless Meta or empty, data. */
+opreg_status opreg__chk_tensor(const char *op, const char *arg, const opreg_tensor *t,
+                               uint32_t dtypes, int ndim);
+opreg_status opreg__chk_size(const char *op, const char *arg, const opreg_tensor *t, int dim,
+                             int64_t expect);
+opreg_status opreg__chk_contig(const char *op, const char *arg, const opreg_tensor *t);
+/* The last dim has stride 1 and the leading dims collapse into one dim of
+ * rows with stride opreg__stride(t, ndim - 2). */
+opreg_status opreg__chk_rows(const char *op, const char *arg, const opreg_tensor *t);
+opreg_status opreg__chk_same_dtype(const char *op, const char *arg, const opreg_tensor *t,
+                                   const char *ref_arg, const opreg_tensor *ref);
+opreg_status opreg__chk_same_shape(const char *op, const char *arg, const opreg_tensor *t,
+                                   const char *ref_arg, const opreg_tensor *ref);
+opreg_status opreg__chk_same_device(const char *op, const char *arg, const opreg_tensor *t,
+                                    const char *ref_arg, const opreg_tensor *ref);
+/* Refuse when the bytes of @p out and @p in overlap (never for Meta). */
+opreg_status opreg__chk_no_overlap(const char *op, const char *out_arg, const opreg_tensor *out,
+                                   const char *in_arg, const opreg_tensor *in);
+/* Like opreg__chk_no_overlap, but an exact alias (same data, offset, shape,
+ * strides) is allowed, for ops that may run in place. */
+opreg_status opreg__chk_no_partial_overlap(const char *op, const char *out_arg,
+                                           const opreg_tensor *out, const char *in_arg,
+                                           const opreg_tensor *in);
+/* Reference kernels read and write host memory: CPU tensors only. */
+opreg_status opreg__chk_cpu(const char *op, const char *arg, const opreg_tensor *t);
+
+/* Rows of a tensor checked by opreg__chk_rows: count and row stride. */
+int64_t opreg__rows(const opreg_tensor *t);
+int64_t opreg__row_stride(const opreg_tensor *t);
+
+#endif

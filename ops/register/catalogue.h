@@ -1,0 +1,56 @@
+/* Registration of the op catalogue: the `_C` definitions and the kernels of
+ * each backend. The default registry runs the init functions declared here
+ * (registry/registry.c lists them); a program with its own registry calls
+ * them itself. Not installed. */
+#ifndef OPREG_OPS_REGISTER_CATALOGUE_H
+#define OPREG_OPS_REGISTER_CATALOGUE_H
+
+#include "common/internal.h"
+#include "opreg/opreg.h"
+
+/* The catalogue's schemas, NULL-terminated, in definition order. */
+extern const char *const opreg__catalogue_schemas[];
+
+/* OPREG_LIBRARY(_C): defines every op of the catalogue. */
+OPREG_DECLARE_LIBRARY(_C);
+/* The reference kernels, under the Reference key. */
+OPREG_DECLARE_LIBRARY_IMPL(_C, REFERENCE);
+/* The Meta kernels: the ops' checks, and the shape of linear's result. */
+OPREG_DECLARE_LIBRARY_IMPL(_C, META);
+
+/* Unpacking a kernel's boxed arguments, by position in the schema. */
+#define OPREG__ARG_T(n) ((const opreg_tensor *)args[n].u.tensor)
+#define OPREG__ARG_OPT_T(n)                                                                        \
+    (args[n].kind == OPREG_VALUE_TENSOR ? (const opreg_tensor *)args[n].u.tensor : NULL)
+#define OPREG__ARG_I(n)      (args[n].u.i)
+#define OPREG__ARG_F(n)      (args[n].u.f)
+#define OPREG__ARG_B(n)      (args[n].u.b)
+#define OPREG__ARG_S(n)      (args[n].u.s.ptr)
+#define OPREG__ARG_TL(n)     ((const opreg_tensor *const *)args[n].u.tensors.items)
+#define OPREG__ARG_TL_LEN(n) (args[n].u.tensors.len)
+
+/* A kernel that calls `expr` (a function of `args`) and ignores the rest. */
+#define OPREG__KERNEL(name, expr)                                                                  \
+    static opreg_status name(void *context, const opreg_op *op, const opreg_value *args,           \
+                             opreg_value *rets) {                                                  \
+        (void)context;                                                                             \
+        (void)op;                                                                                  \
+        (void)rets;                                                                                \
+        return expr;                                                                               \
+    }
+
+/* The ops whose kernels take (out, input) or another shape shared by many:
+ * X(name) for each, used to register one kernel family in one line. */
+#define OPREG__CATALOGUE_UNARY_OPS(X)                                                              \
+    X(silu_and_mul)                                                                                \
+    X(gelu_and_mul) X(gelu_tanh_and_mul) X(gelu_new) X(gelu_fast) X(gelu_quick)
+
+/* linear: allocate the result on @p device (from the checks' shape), run
+ * @p kernel into it, and hand it to the caller through rets[0]. */
+opreg_status opreg__linear_into_new(opreg_value *rets, const opreg_value *args, DLDevice device,
+                                    opreg_status (*kernel)(const opreg_tensor *out,
+                                                           const opreg_tensor *input,
+                                                           const opreg_tensor *weight,
+                                                           const opreg_tensor *bias));
+
+#endif
