@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   gcc g++ make cmake pkg-config python3   # build and test tools
   clang libclang-rt-14-dev                 # the libFuzzer target of the parser
+  clang-format                             # the formatting check
   libdlpack-dev                            # DLPack's DLTensor, opreg's tensor
   libdnnl-dev                              # oneDNN, for the CPU matmul kernels
 )

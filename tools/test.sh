@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The second of the README's two commands, and what CI runs (.ci/run):
+#   0. check that the sources are formatted (clang-format);
 #   1. build with -Werror and run the whole CTest suite;
 #   2. build with ASan+UBSan and run the suite again;
 #   3. build with TSan and run the tests labelled 'threads';
@@ -48,6 +49,22 @@ configure_build() {
 
 step "dependencies"
 bash tools/deps.sh || exit 1
+
+step "formatting (clang-format, the repository's .clang-format)"
+if command -v clang-format >/dev/null 2>&1; then
+  files=$(git ls-files '*.c' '*.h' 2>/dev/null || find . -path ./build\* -prune -o \( -name '*.c' -o -name '*.h' \) -print)
+  if clang-format --dry-run --Werror $files >format.log 2>&1; then
+    echo "all $(echo "$files" | wc -w) files formatted"
+    passed=$((passed + 1))
+  else
+    grep -E "^[^ ].*warning" format.log | head -20
+    echo "some files are not formatted: run clang-format -i on them"
+    failed=$((failed + 1)); status=1
+  fi
+  rm -f format.log
+else
+  echo "clang-format not found: check skipped"
+fi
 
 step "build with -Werror, run every test"
 mkdir -p build-ci
