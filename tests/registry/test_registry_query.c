@@ -127,8 +127,9 @@ TEST(keys) {
     CHECK_OK(opreg_key_find(&k, "Composite"));
     CHECK_EQ_INT(k, OPREG_KEY_COMPOSITE);
     CHECK_STATUS(opreg_key_find(&k, "tpu"), OPREG_ERR_NOT_FOUND);
-    CHECK_CONTAINS(opreg_last_error(),
-                   "no dispatch key named 'tpu'; known keys: cpu, cuda, meta, reference, composite");
+    CHECK_CONTAINS(
+        opreg_last_error(),
+        "no dispatch key named 'tpu'; known keys: cpu, cuda, meta, reference, composite");
     char why[128];
     CHECK(opreg_key_is_available(OPREG_KEY_CPU, why, sizeof why));
     CHECK(!opreg_key_is_available(OPREG_KEY_CUDA, why, sizeof why));
