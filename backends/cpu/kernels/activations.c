@@ -1,0 +1,87 @@
+/* The activations: entry points and the portable path (libm's expf, erff,
+ * erfcf). Gated ops round act(x) to T before the product with y, as the
+ * CUDA kernels and ops/ref do: out = (T)((T)act(x) * y). */
+#include "backends/cpu/kernels/kern_internal.h"
+
+/* As simd_math.h: 0.5x(1 + tanh(u)) is computed as x / (1 + e^-2u), and
+ * 0.5x(1 + erf(z)) as 0.5x erfc(-z), which do not cancel for negative x. */
+static float act(int kind, float x) {
+    switch (kind) {
+    case OPREG__ACT_SILU:
+        return x / (1.0f + expf(-x));
+    case OPREG__ACT_GELU:
+        return 0.5f * x * erfcf(x * -0.70710678118654752f);
+    case OPREG__ACT_GELU_TANH:
+        return x / (1.0f + expf(-1.5957691216057308f * (x + 0.044715f * x * x * x)));
+    case OPREG__ACT_GELU_NEW:
+        return x / (1.0f + expf(-2.0f * 0.79788456f * (x + 0.044715f * x * x * x)));
+    case OPREG__ACT_GELU_FAST:
+        return x / (1.0f + expf(-2.0f * 0.79788456f * x * (1.0f + 0.044715f * x * x)));
+    default:
+        return x / (1.0f + expf(-1.702f * x));
+    }
+}
+
+static void gated_portable(const void *args, int64_t r0, int64_t r1) {
+    const struct opreg__act_args *a = args;
+    int dt = a->dt;
+    for (int64_t r = r0; r < r1; r++) {
+        const void *in = opreg__cpu_at(dt, a->in, r * a->in_stride);
+        void *out = opreg__cpu_at_mut(dt, a->out, r * a->out_stride);
+        for (int64_t i = 0; i < a->d; i++) {
+            float g = opreg__cpu_round(dt, act(a->act, opreg__cpu_ld(dt, in, i)));
+            opreg__cpu_st(dt, out, i, g * opreg__cpu_ld(dt, in, a->d + i));
+        }
+    }
+}
+
+static void elementwise_portable(const void *args, int64_t c0, int64_t c1) {
+    const struct opreg__act_args *a = args;
+    int64_t end = c1 * OPREG__CPU_CHUNK < a->n ? c1 * OPREG__CPU_CHUNK : a->n;
+    for (int64_t i = c0 * OPREG__CPU_CHUNK; i < end; i++)
+        opreg__cpu_st(a->dt, a->out, i, act(a->act, opreg__cpu_ld(a->dt, a->in, i)));
+}
+
+static void gated(int kind, int dt, void *out, int64_t out_stride, const void *in,
+                  int64_t in_stride, int64_t rows, int64_t d) {
+    const struct opreg__cpu_simd *s = opreg__cpu_simd();
+    struct opreg__act_args a = { .out = out,
+                                 .in = in,
+                                 .out_stride = out_stride,
+                                 .in_stride = in_stride,
+                                 .d = d,
+                                 .act = kind,
+                                 .dt = dt };
+    if (d <= 0) return;
+    opreg__cpu_parallel(s ? s->gated : gated_portable, &a, rows,
+                        3 * rows * d * (int64_t)opreg__cpu_es(dt));
+}
+
+static void elementwise(int kind, int dt, void *out, const void *in, int64_t n) {
+    const struct opreg__cpu_simd *s = opreg__cpu_simd();
+    struct opreg__act_args a = { .out = out, .in = in, .n = n, .act = kind, .dt = dt };
+    opreg__cpu_parallel(s ? s->elementwise : elementwise_portable, &a,
+                        (n + OPREG__CPU_CHUNK - 1) / OPREG__CPU_CHUNK,
+                        2 * n * (int64_t)opreg__cpu_es(dt));
+}
+
+#define DEFINE_GATED(name, kind, sfx, T, DT)                                                       \
+    void opreg__cpu_##name##_##sfx(T *out, int64_t out_stride, const T *input, int64_t in_stride,  \
+                                   int64_t rows, int64_t d) {                                      \
+        gated(kind, DT, out, out_stride, input, in_stride, rows, d);                               \
+    }
+#define DEFINE_ELEM(name, kind, sfx, T, DT)                                                        \
+    void opreg__cpu_##name##_##sfx(T *out, const T *input, int64_t n) {                            \
+        elementwise(kind, DT, out, input, n);                                                      \
+    }
+#define DEFINE_ACTS(sfx, T, DT)                                                                    \
+    DEFINE_GATED(silu_and_mul, OPREG__ACT_SILU, sfx, T, DT)                                        \
+    DEFINE_GATED(gelu_and_mul, OPREG__ACT_GELU, sfx, T, DT)                                        \
+    DEFINE_GATED(gelu_tanh_and_mul, OPREG__ACT_GELU_TANH, sfx, T, DT)                              \
+    DEFINE_ELEM(gelu_new, OPREG__ACT_GELU_NEW, sfx, T, DT)                                         \
+    DEFINE_ELEM(gelu_fast, OPREG__ACT_GELU_FAST, sfx, T, DT)                                       \
+    DEFINE_ELEM(gelu_quick, OPREG__ACT_GELU_QUICK, sfx, T, DT)
+
+DEFINE_ACTS(f32, float, OPREG_DTYPE_F32)
+DEFINE_ACTS(f16, uint16_t, OPREG_DTYPE_F16)
+DEFINE_ACTS(bf16, uint16_t, OPREG_DTYPE_BF16)

@@ -1,0 +1,118 @@
+/* Fast CPU inner kernels of the memory-bound ops, on raw pointers.
+ *
+ * The callers (the registry wiring) have already checked every argument:
+ * dtypes, shapes, non-NULL data, contiguity within a row. Strides are in
+ * elements, between consecutive rows. Nothing here allocates, fails or
+ * prints. Each float op comes in f32, f16 and bf16 variants (f16/bf16 are
+ * uint16_t bit patterns), computing in f32 with the roundings of
+ * docs ops-reference.md (§3): the same arithmetic as ops/ref, so the two
+ * agree within a few ulp of f32 and, after rounding, within 1 ulp of T.
+ *
+ * Each call picks one instruction-set path, fixed at the first call from
+ * cpuid: AVX-512 (with AVX512-BF16 conversions when present), AVX2+FMA+F16C,
+ * or portable C. Rows are spread over OpenMP threads once the call moves
+ * enough bytes to pay for waking them. */
+#ifndef OPREG_CPU_KERNELS_H
+#define OPREG_CPU_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- instruction-set paths ------------------------------------------------ */
+
+enum opreg__cpu_isa {
+    OPREG__ISA_PORTABLE = 0,
+    OPREG__ISA_AVX2 = 1,        /* AVX2 + FMA + F16C */
+    OPREG__ISA_AVX512 = 2,      /* AVX-512 F/BW/VL/DQ */
+    OPREG__ISA_AVX512_BF16 = 3, /* the above plus AVX512-BF16 */
+};
+
+/* The best path this CPU can run (cpuid, read once). */
+int opreg__cpu_isa_detected(void);
+/* The path the kernels use now: min(detected, limit). */
+int opreg__cpu_isa(void);
+/* Cap the path (tests force the lower ones); returns the previous cap.
+ * Not for use while kernels run on other threads. */
+int opreg__cpu_set_isa_limit(int isa);
+/* "portable", "avx2", "avx512", "avx512_bf16". */
+const char *opreg__cpu_isa_name(int isa);
+
+/* ---- float kernels, one per dtype ----------------------------------------- */
+
+#define OPREG__CPU_FLOAT_TYPES(X) X(f32, float) X(f16, uint16_t) X(bf16, uint16_t)
+
+/* rms_norm: out = (T)((T)(x * r) * w), r = 1/sqrt(sum(x^2)/hidden + eps).
+ * fused_add_rms_norm: residual = (T)(input + residual), then input =
+ * rms_norm(residual), both in place. */
+#define OPREG__CPU_DECL_NORMS(sfx, T)                                                              \
+    void opreg__cpu_rms_norm_##sfx(T *out, int64_t out_stride, const T *input, int64_t in_stride,  \
+                                   const T *weight, int64_t rows, int64_t hidden, float eps);      \
+    void opreg__cpu_fused_add_rms_norm_##sfx(T *input, int64_t in_stride, T *residual,             \
+                                             int64_t res_stride, const T *weight, int64_t rows,    \
+                                             int64_t hidden, float eps);
+
+/* Gated: input rows are [x | y] of 2*d, out rows d: out = (T)((T)act(x) * y).
+ * Elementwise: out[i] = (T)act(input[i]) over n elements. */
+#define OPREG__CPU_DECL_ACTS(sfx, T)                                                               \
+    void opreg__cpu_silu_and_mul_##sfx(T *out, int64_t out_stride, const T *input,                 \
+                                       int64_t in_stride, int64_t rows, int64_t d);                \
+    void opreg__cpu_gelu_and_mul_##sfx(T *out, int64_t out_stride, const T *input,                 \
+                                       int64_t in_stride, int64_t rows, int64_t d);                \
+    void opreg__cpu_gelu_tanh_and_mul_##sfx(T *out, int64_t out_stride, const T *input,            \
+                                            int64_t in_stride, int64_t rows, int64_t d);           \
+    void opreg__cpu_gelu_new_##sfx(T *out, const T *input, int64_t n);                             \
+    void opreg__cpu_gelu_fast_##sfx(T *out, const T *input, int64_t n);                            \
+    void opreg__cpu_gelu_quick_##sfx(T *out, const T *input, int64_t n);
+
+/* Rotary embedding in place on query [tokens, num_heads*head_size] and key
+ * [tokens, num_kv_heads*head_size] (key may be NULL). Token t uses cache row
+ * positions[t] (+ offsets[t] when offsets is not NULL: the batched op).
+ * cos_sin_cache rows are [cos 0..rot_dim/2 | sin 0..rot_dim/2], dtype T. */
+#define OPREG__CPU_DECL_ROTARY(sfx, T)                                                             \
+    void opreg__cpu_rotary_embedding_##sfx(                                                        \
+        const int64_t *positions, const int64_t *offsets, int64_t tokens, T *query,                \
+        int64_t q_stride, int64_t num_heads, T *key, int64_t k_stride, int64_t num_kv_heads,       \
+        int64_t head_size, const T *cos_sin_cache, int64_t rot_dim, bool is_neox);
+
+/* int8: static out = sat(rne(x / scale)); dynamic per row: scales[r] =
+ * amax/127, out = sat(rne(x * (127/amax))); NaN gives 0.
+ * fp8 e4m3fn: static out = e4m3fn(clamp(x * (1/scale), -448, 448));
+ * dynamic: *scale = max(*scale, amax/448) (caller zeroes it), then static. */
+#define OPREG__CPU_DECL_QUANT(sfx, T)                                                              \
+    void opreg__cpu_static_scaled_int8_quant_##sfx(int8_t *out, const T *input, int64_t n,         \
+                                                   float scale);                                   \
+    void opreg__cpu_dynamic_scaled_int8_quant_##sfx(int8_t *out, float *scales, const T *input,    \
+                                                    int64_t in_stride, int64_t rows,               \
+                                                    int64_t hidden);                               \
+    void opreg__cpu_static_scaled_fp8_quant_##sfx(uint8_t *out, const T *input, int64_t n,         \
+                                                  float scale);                                    \
+    void opreg__cpu_dynamic_scaled_fp8_quant_##sfx(uint8_t *out, float *scale, const T *input,     \
+                                                   int64_t n);
+
+OPREG__CPU_FLOAT_TYPES(OPREG__CPU_DECL_NORMS)
+OPREG__CPU_FLOAT_TYPES(OPREG__CPU_DECL_ACTS)
+OPREG__CPU_FLOAT_TYPES(OPREG__CPU_DECL_ROTARY)
+OPREG__CPU_FLOAT_TYPES(OPREG__CPU_DECL_QUANT)
+
+/* ---- KV cache ---------------------------------------------------------------- */
+
+/* kv_kind: 0 = "auto" (copy element bytes), 1 = fp8 e4m3fn, 2 = fp8 e5m2
+ * (the cache holds fp8(v / kv_scale), saturating), as opreg__kv_cache_kind().
+ * dtype is the opreg_dtype of key/value. key/value are [tokens, heads,
+ * head_size] with token strides in elements; slots < 0 are skipped.
+ * reshape_and_cache: key_cache [nblk, heads, head_size/x, block_size, x],
+ * value_cache [nblk, heads, head_size, block_size].
+ * _flash: both caches [nblk, block_size, heads, head_size]. */
+void opreg__cpu_reshape_and_cache_generic(const void *key, int64_t key_stride, const void *value,
+                                          int64_t value_stride, void *key_cache, void *value_cache,
+                                          const int64_t *slot_mapping, int64_t tokens,
+                                          int64_t heads, int64_t head_size, int64_t block_size,
+                                          int64_t x, int dtype, int kv_kind, float kv_scale);
+void opreg__cpu_reshape_and_cache_flash_generic(const void *key, int64_t key_stride,
+                                                const void *value, int64_t value_stride,
+                                                void *key_cache, void *value_cache,
+                                                const int64_t *slot_mapping, int64_t tokens,
+                                                int64_t heads, int64_t head_size, int dtype,
+                                                int kv_kind, float kv_scale);
+
+#endif

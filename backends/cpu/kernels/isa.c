@@ -1,0 +1,132 @@
+/* Choosing the instruction-set path once, and spreading rows over threads.
+ * The SIMD files are compiled for their ISA through target pragmas, so the
+ * build needs no -m flags and the binary still runs on any x86-64 (or any
+ * other architecture, where only the portable path exists). */
+#include "backends/cpu/kernels/kern_internal.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Below this many bytes per thread, waking a thread costs more than the
+ * bandwidth it adds (a warm OpenMP wake is a few microseconds). */
+#define MIN_BYTES_PER_THREAD ((int64_t)128 << 10)
+
+/* -1: not yet detected. Atomics so that first calls from several threads
+ * (and TSan) are fine; the value is the same whoever writes it. */
+static atomic_int detected = -1;
+static atomic_int limit = OPREG__ISA_AVX512_BF16;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* XCR0: the register states the OS saves (AVX needs SSE+AVX, AVX-512 also
+ * the opmask and upper-ZMM states). */
+static uint64_t xgetbv0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
+/* From cpuid and XCR0 directly: compilers differ in which feature names
+ * __builtin_cpu_supports knows (clang 14 has no "f16c"). */
+static int detect(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return OPREG__ISA_PORTABLE;
+    bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28);
+    bool f16c = c & (1u << 29);
+    if (!osxsave || !avx || !fma || !f16c) return OPREG__ISA_PORTABLE;
+    uint64_t xcr0 = xgetbv0();
+    if ((xcr0 & 0x6) != 0x6) return OPREG__ISA_PORTABLE;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 5))) return OPREG__ISA_PORTABLE;
+    bool avx512 = (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) && (b & (1u << 31)) &&
+                  (xcr0 & 0xe6) == 0xe6;
+    if (!avx512) return OPREG__ISA_AVX2;
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5))) return OPREG__ISA_AVX512;
+    return OPREG__ISA_AVX512_BF16;
+#else
+    return OPREG__ISA_PORTABLE;
+#endif
+}
+
+int opreg__cpu_isa_detected(void) {
+    int d = atomic_load_explicit(&detected, memory_order_relaxed);
+    if (d < 0) {
+        d = detect();
+        atomic_store_explicit(&detected, d, memory_order_relaxed);
+    }
+    return d;
+}
+
+int opreg__cpu_isa(void) {
+    int d = opreg__cpu_isa_detected();
+    int l = atomic_load_explicit(&limit, memory_order_relaxed);
+    return d < l ? d : l;
+}
+
+int opreg__cpu_set_isa_limit(int isa) {
+    return atomic_exchange_explicit(&limit, isa, memory_order_relaxed);
+}
+
+const char *opreg__cpu_isa_name(int isa) {
+    switch (isa) {
+    case OPREG__ISA_PORTABLE:
+        return "portable";
+    case OPREG__ISA_AVX2:
+        return "avx2";
+    case OPREG__ISA_AVX512:
+        return "avx512";
+    case OPREG__ISA_AVX512_BF16:
+        return "avx512_bf16";
+    default:
+        return "unknown";
+    }
+}
+
+const struct opreg__cpu_simd *opreg__cpu_simd(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    switch (opreg__cpu_isa()) {
+    case OPREG__ISA_AVX2:
+        return &opreg__cpu_simd_avx2;
+    case OPREG__ISA_AVX512:
+        return &opreg__cpu_simd_avx512;
+    case OPREG__ISA_AVX512_BF16:
+        return &opreg__cpu_simd_avx512bf16;
+    default:
+        return NULL;
+    }
+#else
+    return NULL;
+#endif
+}
+
+void opreg__cpu_parallel(opreg__cpu_range_fn fn, const void *a, int64_t rows, int64_t bytes) {
+#ifdef _OPENMP
+    int64_t nt = bytes / MIN_BYTES_PER_THREAD;
+    int64_t max = omp_get_max_threads();
+    if (nt > max) nt = max;
+    if (nt > rows) nt = rows;
+    if (nt > 1) {
+        /* Contiguous ranges, one per thread: each thread streams its own part
+         * of memory, which is what the prefetchers want. */
+#pragma omp parallel num_threads((int)nt)
+        {
+            int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+            int64_t r0 = rows * t / n, r1 = rows * (t + 1) / n;
+            if (r1 > r0) fn(a, r0, r1);
+        }
+        return;
+    }
+#else
+    (void)bytes;
+#endif
+    if (rows > 0) fn(a, 0, rows);
+}

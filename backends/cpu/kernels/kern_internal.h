@@ -1,0 +1,125 @@
+/* Shared by the CPU kernel files: the argument blocks that a family's entry
+ * point fills once per call, the per-path tables of row-range functions, the
+ * thread spreader and scalar dtype helpers for the portable path. */
+#ifndef OPREG_CPU_KERN_INTERNAL_H
+#define OPREG_CPU_KERN_INTERNAL_H
+
+#include "backends/cpu/kernels/cpu_kernels.h"
+#include "opreg/tensor.h"
+#include "ops/dtype_convert.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Elementwise ops and per-tensor quant are cut into chunks of this many
+ * elements, the unit handed to a thread. */
+#define OPREG__CPU_CHUNK 8192
+
+enum opreg__cpu_act {
+    OPREG__ACT_SILU,
+    OPREG__ACT_GELU,
+    OPREG__ACT_GELU_TANH,
+    OPREG__ACT_GELU_NEW,
+    OPREG__ACT_GELU_FAST,
+    OPREG__ACT_GELU_QUICK,
+};
+
+/* rms_norm writes out from in; fused_add writes res (z) and out (= in). */
+struct opreg__norm_args {
+    void *out;
+    const void *in;
+    void *res;
+    const void *w;
+    int64_t out_stride, in_stride, res_stride, hidden;
+    float eps;
+    int dt;
+};
+
+/* Gated: rows of d outputs. Elementwise: n elements in chunks. */
+struct opreg__act_args {
+    void *out;
+    const void *in;
+    int64_t out_stride, in_stride, d, n;
+    int act, dt;
+};
+
+struct opreg__rope_args {
+    const int64_t *pos, *offsets;
+    void *q, *k;
+    const void *cache;
+    int64_t q_stride, k_stride, nq, nk, head_size, rot_dim;
+    int neox, dt;
+};
+
+/* Static quant: n elements in chunks. Dynamic int8: rows of hidden.
+ * amax: one partial maximum per chunk into partial[]. */
+struct opreg__quant_args {
+    void *out;
+    float *scales;
+    float *partial;
+    const void *in;
+    int64_t n, in_stride, hidden;
+    float scale;
+    int dt;
+};
+
+/* Processes rows (or chunks) [r0, r1) of the op whose args @p a points to. */
+typedef void (*opreg__cpu_range_fn)(const void *a, int64_t r0, int64_t r1);
+
+/* One SIMD path. The portable path has no table (NULL). */
+struct opreg__cpu_simd {
+    opreg__cpu_range_fn rms_norm, fused_add_rms_norm;
+    opreg__cpu_range_fn gated, elementwise;
+    opreg__cpu_range_fn rotary;
+    opreg__cpu_range_fn int8_static, int8_dynamic, fp8_static, amax;
+};
+
+extern const struct opreg__cpu_simd opreg__cpu_simd_avx2;
+extern const struct opreg__cpu_simd opreg__cpu_simd_avx512;
+extern const struct opreg__cpu_simd opreg__cpu_simd_avx512bf16;
+
+/* The table of the current path, or NULL for portable C. */
+const struct opreg__cpu_simd *opreg__cpu_simd(void);
+
+/* Run fn over [0, rows), split into contiguous ranges over threads when
+ * @p bytes (moved by the whole call) is large enough; else on this thread. */
+void opreg__cpu_parallel(opreg__cpu_range_fn fn, const void *a, int64_t rows, int64_t bytes);
+
+/* ---- scalar helpers for the portable path --------------------------------- */
+
+static inline size_t opreg__cpu_es(int dt) {
+    return dt == OPREG_DTYPE_F32 ? 4 : 2;
+}
+
+static inline const void *opreg__cpu_at(int dt, const void *p, int64_t i) {
+    return (const char *)p + (size_t)i * opreg__cpu_es(dt);
+}
+
+static inline void *opreg__cpu_at_mut(int dt, void *p, int64_t i) {
+    return (char *)p + (size_t)i * opreg__cpu_es(dt);
+}
+
+static inline float opreg__cpu_ld(int dt, const void *p, int64_t i) {
+    if (dt == OPREG_DTYPE_F32) return ((const float *)p)[i];
+    if (dt == OPREG_DTYPE_BF16) return opreg__bf16_to_f32(((const uint16_t *)p)[i]);
+    return opreg__f16_to_f32(((const uint16_t *)p)[i]);
+}
+
+static inline void opreg__cpu_st(int dt, void *p, int64_t i, float v) {
+    if (dt == OPREG_DTYPE_F32)
+        ((float *)p)[i] = v;
+    else if (dt == OPREG_DTYPE_BF16)
+        ((uint16_t *)p)[i] = opreg__f32_to_bf16(v);
+    else
+        ((uint16_t *)p)[i] = opreg__f32_to_f16(v);
+}
+
+/* (T)v back in float: the intermediate roundings of §3. */
+static inline float opreg__cpu_round(int dt, float v) {
+    if (dt == OPREG_DTYPE_BF16) return opreg__bf16_to_f32(opreg__f32_to_bf16(v));
+    if (dt == OPREG_DTYPE_F16) return opreg__f16_to_f32(opreg__f32_to_f16(v));
+    return v;
+}
+
+#endif

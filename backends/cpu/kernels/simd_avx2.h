@@ -1,0 +1,174 @@
+/* The vector layer of the AVX2+FMA+F16C path: 8 float lanes. Included only
+ * by simd_avx2.c, after its target pragma; simd_avx512.h offers the same
+ * names, so the *_simd.h kernel bodies compile against either.
+ *
+ * Narrow dtypes convert exactly as ops/dtype_convert.h: bf16 rounds to
+ * nearest even with NaN -> 0x7FC0 (integer arithmetic), f16 through F16C. */
+#ifndef OPREG_CPU_SIMD_AVX2_H
+#define OPREG_CPU_SIMD_AVX2_H
+
+#include "backends/cpu/kernels/kern_internal.h"
+
+#include <immintrin.h>
+
+/* Every helper is forced inline: a call would pass vectors through memory
+ * and hide the constant dtype from the kernel bodies. */
+#define VI static inline __attribute__((always_inline))
+#include <string.h>
+
+#define VW 8
+typedef __m256 vf;
+
+VI vf vset1(float x) {
+    return _mm256_set1_ps(x);
+}
+VI vf vzero(void) {
+    return _mm256_setzero_ps();
+}
+VI vf vadd(vf a, vf b) {
+    return _mm256_add_ps(a, b);
+}
+VI vf vsub(vf a, vf b) {
+    return _mm256_sub_ps(a, b);
+}
+VI vf vmul(vf a, vf b) {
+    return _mm256_mul_ps(a, b);
+}
+VI vf vdiv(vf a, vf b) {
+    return _mm256_div_ps(a, b);
+}
+/* a * b + c */
+VI vf vfma(vf a, vf b, vf c) {
+    return _mm256_fmadd_ps(a, b, c);
+}
+/* min/max return the second operand when either is NaN (as minps). */
+VI vf vmin(vf a, vf b) {
+    return _mm256_min_ps(a, b);
+}
+VI vf vmax(vf a, vf b) {
+    return _mm256_max_ps(a, b);
+}
+VI vf vabs(vf a) {
+    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a);
+}
+VI vf vnan_to_zero(vf a) {
+    return _mm256_and_ps(a, _mm256_cmp_ps(a, a, _CMP_ORD_Q));
+}
+VI vf vrint(vf a) {
+    return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+/* Lanes of a where x < 0, else of b. */
+VI vf vblend_neg(vf x, vf a, vf b) {
+    return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));
+}
+VI vf vswap_pairs(vf a) {
+    return _mm256_permute_ps(a, 0xB1);
+}
+/* 2^n for integral n in [-126, 127]. */
+VI vf vpow2i(vf n) {
+    __m256i e = _mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
+}
+VI float vhsum(vf a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+VI float vhmax(vf a) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+VI __m128i bf16_pack(vf v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
+    __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    r = _mm256_srli_epi32(r, 16);
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC0), _mm256_castps_si256(nan));
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}
+
+/* VW elements of dtype dt at p, as floats. */
+VI vf vload(int dt, const void *p) {
+    if (dt == OPREG_DTYPE_F32) return _mm256_loadu_ps((const float *)p);
+    if (dt == OPREG_DTYPE_BF16)
+        return _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+VI void vstore(int dt, void *p, vf v) {
+    if (dt == OPREG_DTYPE_F32)
+        _mm256_storeu_ps((float *)p, v);
+    else if (dt == OPREG_DTYPE_BF16)
+        _mm_storeu_si128((__m128i *)p, bf16_pack(v));
+    else
+        _mm_storeu_si128((__m128i *)p,
+                         _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+/* n < VW elements; the other lanes read as 0. A bounce buffer: AVX2 has no
+ * 16-bit masked loads, and tails are rare. */
+VI vf vload_n(int dt, const void *p, int64_t n) {
+    unsigned char buf[32] = { 0 };
+    memcpy(buf, p, (size_t)n * opreg__cpu_es(dt));
+    return vload(dt, buf);
+}
+
+VI void vstore_n(int dt, void *p, vf v, int64_t n) {
+    unsigned char buf[32];
+    vstore(dt, buf, v);
+    memcpy(p, buf, (size_t)n * opreg__cpu_es(dt));
+}
+
+/* (T)v in float. bf16 stays in 32-bit lanes: round the low half away
+ * instead of packing and widening again. */
+VI vf vround_dt(int dt, vf v) {
+    if (dt == OPREG_DTYPE_F32) return v;
+    if (dt == OPREG_DTYPE_BF16) {
+        __m256i u = _mm256_castps_si256(v);
+        __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+        __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
+        __m256 q = _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32((int)0xFFFF0000u)));
+        return _mm256_blendv_ps(q, _mm256_set1_ps(NAN), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    }
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+/* Bytes from int32 lanes holding values that fit (the caller clamped). */
+VI void store_bytes(void *p, __m256i v, int64_t n) {
+    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    __m128i b = _mm_packus_epi16(_mm_and_si128(w, _mm_set1_epi16(0xFF)), w);
+    if (n == VW)
+        _mm_storel_epi64((__m128i *)p, b);
+    else
+        memcpy(p, &b, (size_t)n);
+}
+
+/* v holds integers in [-128, 127]. */
+VI void vstore_i8(int8_t *p, vf v, int64_t n) {
+    store_bytes(p, _mm256_cvttps_epi32(v), n);
+}
+
+/* e4m3fn codes of v, finite and within [-448, 448]: normal values round the
+ * mantissa to 3 bits in integer arithmetic (a carry moves into the
+ * exponent); below 2^-6 the step is 2^-9, so rint(|v| * 512) is the code. */
+VI void vstore_e4m3(uint8_t *p, vf v, int64_t n) {
+    __m256 a = vabs(v);
+    __m256i u = _mm256_castps_si256(a);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 20), _mm256_set1_epi32(1));
+    __m256i nrm = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFFF)));
+    __m256i sub = _mm256_cvttps_epi32(vrint(_mm256_mul_ps(a, _mm256_set1_ps(512.0f))));
+    __m256 tiny = _mm256_cmp_ps(a, _mm256_set1_ps(0.015625f), _CMP_LT_OQ);
+    __m256i sign =
+        _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(v), 24), _mm256_set1_epi32(0x80));
+    nrm = _mm256_sub_epi32(_mm256_srli_epi32(nrm, 20), _mm256_set1_epi32(120 << 3));
+    nrm = _mm256_blendv_epi8(nrm, sub, _mm256_castps_si256(tiny));
+    store_bytes(p, _mm256_or_si256(nrm, sign), n);
+}
+
+#endif

@@ -1,0 +1,43 @@
+/* The avx512 path: the kernel bodies of *_simd.h compiled for
+ * "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c" by a target pragma, so the build needs no -m
+ * flags; isa.c only points at this table after cpuid has confirmed the CPU runs it. */
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#if defined(__clang__)
+#pragma clang attribute push(                                                                      \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"))),                   \
+    apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+#endif
+
+#include "backends/cpu/kernels/simd_avx512.h"
+#include "backends/cpu/kernels/simd_math.h"
+#include "backends/cpu/kernels/norms_simd.h"
+#include "backends/cpu/kernels/act_simd.h"
+#include "backends/cpu/kernels/rotary_simd.h"
+#include "backends/cpu/kernels/quant_simd.h"
+
+const struct opreg__cpu_simd opreg__cpu_simd_avx512 = {
+    .rms_norm = rms_norm_range,
+    .fused_add_rms_norm = fused_add_range,
+    .gated = gated_range,
+    .elementwise = elementwise_range,
+    .rotary = rotary_range,
+    .int8_static = int8_static_range,
+    .int8_dynamic = int8_dynamic_range,
+    .fp8_static = fp8_static_range,
+    .amax = amax_range,
+};
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#else
+/* ISO C forbids an empty translation unit. */
+typedef int opreg__cpu_simd_avx512_unused;
+#endif

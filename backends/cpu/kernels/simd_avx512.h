@@ -1,0 +1,154 @@
+/* The vector layer of the AVX-512 paths: 16 float lanes, masked tails.
+ * Included by simd_avx512.c and simd_avx512bf16.c after their target
+ * pragmas; the latter defines OPREG__SIMD_BF16 to round to bf16 with
+ * VCVTNEPS2BF16. That instruction rounds to nearest even like
+ * ops/dtype_convert.h, but flushes f32 subnormals (|x| < 2^-126) to zero
+ * and keeps a NaN's sign and payload instead of giving 0x7FC0. The plain
+ * AVX-512 path rounds in integer arithmetic and matches exactly. */
+#ifndef OPREG_CPU_SIMD_AVX512_H
+#define OPREG_CPU_SIMD_AVX512_H
+
+#include "backends/cpu/kernels/kern_internal.h"
+
+#include <immintrin.h>
+
+/* Every helper is forced inline: a call would pass vectors through memory
+ * and hide the constant dtype from the kernel bodies. */
+#define VI static inline __attribute__((always_inline))
+
+#define VW 16
+typedef __m512 vf;
+
+VI vf vset1(float x) {
+    return _mm512_set1_ps(x);
+}
+VI vf vzero(void) {
+    return _mm512_setzero_ps();
+}
+VI vf vadd(vf a, vf b) {
+    return _mm512_add_ps(a, b);
+}
+VI vf vsub(vf a, vf b) {
+    return _mm512_sub_ps(a, b);
+}
+VI vf vmul(vf a, vf b) {
+    return _mm512_mul_ps(a, b);
+}
+VI vf vdiv(vf a, vf b) {
+    return _mm512_div_ps(a, b);
+}
+VI vf vfma(vf a, vf b, vf c) {
+    return _mm512_fmadd_ps(a, b, c);
+}
+VI vf vmin(vf a, vf b) {
+    return _mm512_min_ps(a, b);
+}
+VI vf vmax(vf a, vf b) {
+    return _mm512_max_ps(a, b);
+}
+VI vf vabs(vf a) {
+    return _mm512_abs_ps(a);
+}
+VI vf vnan_to_zero(vf a) {
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(a, a, _CMP_ORD_Q), a);
+}
+VI vf vrint(vf a) {
+    return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+VI vf vblend_neg(vf x, vf a, vf b) {
+    return _mm512_mask_mov_ps(b, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), a);
+}
+VI vf vswap_pairs(vf a) {
+    return _mm512_permute_ps(a, 0xB1);
+}
+VI vf vpow2i(vf n) {
+    __m512i e = _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
+}
+VI float vhsum(vf a) {
+    return _mm512_reduce_add_ps(a);
+}
+VI float vhmax(vf a) {
+    return _mm512_reduce_max_ps(a);
+}
+
+VI __mmask16 tail_mask(int64_t n) {
+    return (__mmask16)((1u << n) - 1u);
+}
+
+VI __m256i bf16_pack(vf v) {
+#ifdef OPREG__SIMD_BF16
+    return (__m256i)_mm512_cvtneps_pbh(v);
+#else
+    __m512i u = _mm512_castps_si512(v);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
+    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    r = _mm512_mask_mov_epi32(_mm512_srli_epi32(r, 16), nan, _mm512_set1_epi32(0x7FC0));
+    return _mm512_cvtepi32_epi16(r);
+#endif
+}
+
+VI __m256i f16_pack(vf v) {
+    return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+VI vf widen(int dt, __m256i h) {
+    if (dt == OPREG_DTYPE_BF16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+
+VI vf vload(int dt, const void *p) {
+    if (dt == OPREG_DTYPE_F32) return _mm512_loadu_ps(p);
+    return widen(dt, _mm256_loadu_si256((const __m256i *)p));
+}
+
+VI vf vload_n(int dt, const void *p, int64_t n) {
+    if (dt == OPREG_DTYPE_F32) return _mm512_maskz_loadu_ps(tail_mask(n), p);
+    return widen(dt, _mm256_maskz_loadu_epi16(tail_mask(n), p));
+}
+
+VI __m256i narrow(int dt, vf v) {
+    return dt == OPREG_DTYPE_BF16 ? bf16_pack(v) : f16_pack(v);
+}
+
+VI void vstore(int dt, void *p, vf v) {
+    if (dt == OPREG_DTYPE_F32)
+        _mm512_storeu_ps(p, v);
+    else
+        _mm256_storeu_si256((__m256i *)p, narrow(dt, v));
+}
+
+VI void vstore_n(int dt, void *p, vf v, int64_t n) {
+    if (dt == OPREG_DTYPE_F32)
+        _mm512_mask_storeu_ps(p, tail_mask(n), v);
+    else
+        _mm256_mask_storeu_epi16(p, tail_mask(n), narrow(dt, v));
+}
+
+VI vf vround_dt(int dt, vf v) {
+    if (dt == OPREG_DTYPE_F32) return v;
+    return widen(dt, narrow(dt, v));
+}
+
+VI void vstore_i8(int8_t *p, vf v, int64_t n) {
+    _mm512_mask_cvtsepi32_storeu_epi8(p, tail_mask(n), _mm512_cvttps_epi32(v));
+}
+
+/* As simd_avx2.h: integer rounding for normals, rint(|v| * 512) below 2^-6. */
+VI void vstore_e4m3(uint8_t *p, vf v, int64_t n) {
+    __m512 a = vabs(v);
+    __m512i u = _mm512_castps_si512(a);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 20), _mm512_set1_epi32(1));
+    __m512i nrm = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFFF)));
+    __m512i sub = _mm512_cvttps_epi32(vrint(_mm512_mul_ps(a, _mm512_set1_ps(512.0f))));
+    __mmask16 tiny = _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.015625f), _CMP_LT_OQ);
+    __m512i sign =
+        _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(v), 24), _mm512_set1_epi32(0x80));
+    nrm = _mm512_sub_epi32(_mm512_srli_epi32(nrm, 20), _mm512_set1_epi32(120 << 3));
+    nrm = _mm512_mask_mov_epi32(nrm, tiny, sub);
+    _mm512_mask_cvtepi32_storeu_epi8(p, tail_mask(n), _mm512_or_si512(nrm, sign));
+}
+
+#endif
