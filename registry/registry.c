@@ -14,7 +14,8 @@
 #define OPREG_BUILTIN_LIBRARIES(X)                                                                 \
     X(opreg_library_init__C)                                                                       \
     X(opreg_library_impl_init__C_REFERENCE)                                                        \
-    X(opreg_library_impl_init__C_META)
+    X(opreg_library_impl_init__C_META)                                                             \
+    X(opreg_library_impl_init__C_CPU)
 
 #define X(init)                  OPREG_DECLARE_INIT(init);
 #define OPREG_DECLARE_INIT(init) opreg_status init(opreg_registry *reg, opreg_library **out)

@@ -17,6 +17,8 @@ OPREG_DECLARE_LIBRARY(_C);
 OPREG_DECLARE_LIBRARY_IMPL(_C, REFERENCE);
 /* The Meta kernels: the ops' checks, and the shape of linear's result. */
 OPREG_DECLARE_LIBRARY_IMPL(_C, META);
+/* The CPU kernels: the fast kernels of backends/cpu after the checks. */
+OPREG_DECLARE_LIBRARY_IMPL(_C, CPU);
 
 /* Unpacking a kernel's boxed arguments, by position in the schema. */
 #define OPREG__ARG_T(n) ((const opreg_tensor *)args[n].u.tensor)

@@ -1,0 +1,339 @@
+/* The CPU key. Each kernel runs the op's checks (the same functions as Meta
+ * and Reference, so every backend refuses the same inputs), then calls the
+ * fast kernels of backends/cpu: SIMD paths chosen at run time, rows over
+ * threads, oneDNN for the GEMMs. The ops without a fast kernel yet (see
+ * docs/ops.md) run their portable reference kernel on this key. */
+#include "backends/cpu/kernels/cpu_kernels.h"
+#include "backends/cpu/onednn/onednn.h"
+#include "ops/check/check.h"
+#include "ops/ops_internal.h"
+#include "ops/ref/ref.h"
+#include "ops/register/catalogue.h"
+
+/* Short names for the argument accessors. */
+#define TS OPREG__ARG_T
+#define OT OPREG__ARG_OPT_T
+#define IV OPREG__ARG_I
+#define FV OPREG__ARG_F
+#define BV OPREG__ARG_B
+#define SV OPREG__ARG_S
+
+/* Rows of a checked tensor whose last dim is contiguous and whose leading
+ * dims collapse (opreg__chk_rows): count, width and stride in elements. */
+typedef struct rows {
+    int64_t n, width, stride;
+} rows;
+
+static rows rows_of(const opreg_tensor *t) {
+    rows r;
+    r.width = t->ndim ? t->shape[t->ndim - 1] : 1;
+    r.n = r.width ? opreg__numel(t) / r.width : 0;
+    r.stride = t->ndim >= 2 ? opreg__stride(t, t->ndim - 2) : r.width;
+    return r;
+}
+
+/* Dispatch on a float dtype to the f32/f16/bf16 variant of a kernel. */
+#define BY_DTYPE(dt, call_f32, call_f16, call_bf16)                                                \
+    do {                                                                                           \
+        switch (dt) {                                                                              \
+        case OPREG_DTYPE_F32:                                                                      \
+            call_f32;                                                                              \
+            break;                                                                                 \
+        case OPREG_DTYPE_F16:                                                                      \
+            call_f16;                                                                              \
+            break;                                                                                 \
+        case OPREG_DTYPE_BF16:                                                                     \
+            call_bf16;                                                                             \
+            break;                                                                                 \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    } while (0)
+
+/* ---- norms ------------------------------------------------------------------------ */
+
+static opreg_status cpu_rms_norm(void *context, const opreg_op *op, const opreg_value *args,
+                                 opreg_value *rets) {
+    (void)context, (void)op, (void)rets;
+    const opreg_tensor *out = TS(0), *in = TS(1), *w = TS(2);
+    OPREG__TRY(opreg__check_rms_norm(out, in, w, FV(3)));
+    OPREG__TRY(opreg__chk_cpu("_C::rms_norm", "input", in));
+    rows ro = rows_of(out), ri = rows_of(in);
+    float eps = (float)FV(3);
+#define RMS(sfx, T)                                                                                \
+    opreg__cpu_rms_norm_##sfx((T *)opreg__ptr(out), ro.stride, (const T *)opreg__ptr(in),          \
+                              ri.stride, (const T *)opreg__ptr(w), ri.n, ri.width, eps)
+    BY_DTYPE(opreg__dtype_of(in), RMS(f32, float), RMS(f16, uint16_t), RMS(bf16, uint16_t));
+#undef RMS
+    return OPREG_OK;
+}
+
+static opreg_status cpu_fused_add_rms_norm(void *context, const opreg_op *op,
+                                           const opreg_value *args, opreg_value *rets) {
+    (void)context, (void)op, (void)rets;
+    const opreg_tensor *in = TS(0), *res = TS(1), *w = TS(2);
+    OPREG__TRY(opreg__check_fused_add_rms_norm(in, res, w, FV(3)));
+    OPREG__TRY(opreg__chk_cpu("_C::fused_add_rms_norm", "input", in));
+    rows ri = rows_of(in), rr = rows_of(res);
+    float eps = (float)FV(3);
+#define FUSED(sfx, T)                                                                              \
+    opreg__cpu_fused_add_rms_norm_##sfx((T *)opreg__ptr(in), ri.stride, (T *)opreg__ptr(res),      \
+                                        rr.stride, (const T *)opreg__ptr(w), ri.n, ri.width, eps)
+    BY_DTYPE(opreg__dtype_of(in), FUSED(f32, float), FUSED(f16, uint16_t), FUSED(bf16, uint16_t));
+#undef FUSED
+    return OPREG_OK;
+}
+
+/* ---- activations ------------------------------------------------------------------- */
+
+/* Gated activations: input rows [x | y] of 2d, out rows of d. */
+#define GATED(op)                                                                                  \
+    static opreg_status cpu_##op(void *context, const opreg_op *o, const opreg_value *args,        \
+                                 opreg_value *rets) {                                              \
+        (void)context, (void)o, (void)rets;                                                        \
+        const opreg_tensor *out = TS(0), *in = TS(1);                                              \
+        OPREG__TRY(opreg__check_##op(out, in));                                                    \
+        OPREG__TRY(opreg__chk_cpu("_C::" #op, "input", in));                                       \
+        rows ro = rows_of(out), ri = rows_of(in);                                                  \
+        BY_DTYPE(                                                                                  \
+            opreg__dtype_of(in),                                                                   \
+            opreg__cpu_##op##_f32((float *)opreg__ptr(out), ro.stride,                             \
+                                  (const float *)opreg__ptr(in), ri.stride, ri.n, ro.width),       \
+            opreg__cpu_##op##_f16((uint16_t *)opreg__ptr(out), ro.stride,                          \
+                                  (const uint16_t *)opreg__ptr(in), ri.stride, ri.n, ro.width),    \
+            opreg__cpu_##op##_bf16((uint16_t *)opreg__ptr(out), ro.stride,                         \
+                                   (const uint16_t *)opreg__ptr(in), ri.stride, ri.n, ro.width));  \
+        return OPREG_OK;                                                                           \
+    }
+GATED(silu_and_mul)
+GATED(gelu_and_mul)
+GATED(gelu_tanh_and_mul)
+#undef GATED
+
+/* Elementwise activations, row by row (rows may be strided). */
+#define ELEMENTWISE(op)                                                                            \
+    static opreg_status cpu_##op(void *context, const opreg_op *o, const opreg_value *args,        \
+                                 opreg_value *rets) {                                              \
+        (void)context, (void)o, (void)rets;                                                        \
+        const opreg_tensor *out = TS(0), *in = TS(1);                                              \
+        OPREG__TRY(opreg__check_##op(out, in));                                                    \
+        OPREG__TRY(opreg__chk_cpu("_C::" #op, "input", in));                                       \
+        rows ro = rows_of(out), ri = rows_of(in);                                                  \
+        int dt = opreg__dtype_of(in);                                                              \
+        size_t es = opreg__dtype_bytes(dt);                                                        \
+        bool flat = ro.stride == ro.width && ri.stride == ri.width;                                \
+        int64_t n = flat ? ri.n * ri.width : ri.width, nrows = flat ? 1 : ri.n;                    \
+        for (int64_t r = 0; r < nrows; r++) {                                                      \
+            void *po = (char *)opreg__ptr(out) + (size_t)(r * ro.stride) * es;                     \
+            const void *pi = (const char *)opreg__ptr(in) + (size_t)(r * ri.stride) * es;          \
+            BY_DTYPE(dt, opreg__cpu_##op##_f32(po, pi, n), opreg__cpu_##op##_f16(po, pi, n),       \
+                     opreg__cpu_##op##_bf16(po, pi, n));                                           \
+        }                                                                                          \
+        return OPREG_OK;                                                                           \
+    }
+ELEMENTWISE(gelu_new)
+ELEMENTWISE(gelu_fast)
+ELEMENTWISE(gelu_quick)
+#undef ELEMENTWISE
+
+/* ---- rotary --------------------------------------------------------------------------- */
+
+static opreg_status rotary(const opreg_value *args, const opreg_tensor *offsets) {
+    const opreg_tensor *pos = TS(0), *q = TS(1), *k = TS(2), *cache = TS(4);
+    int64_t head_size = IV(3), tokens = opreg__numel(pos);
+    int64_t rot_dim = cache->shape[1];
+    int64_t q_row = tokens ? opreg__numel(q) / tokens : 0;
+    int64_t k_row = tokens ? opreg__numel(k) / tokens : 0;
+    const int64_t *p = opreg__ptr(pos);
+    const int64_t *off = offsets ? opreg__ptr(offsets) : NULL;
+#define ROT(sfx, T)                                                                                \
+    opreg__cpu_rotary_embedding_##sfx(                                                             \
+        p, off, tokens, (T *)opreg__ptr(q), q_row, q_row / head_size, (T *)opreg__ptr(k), k_row,   \
+        k_row / head_size, head_size, (const T *)opreg__ptr(cache), rot_dim, BV(5))
+    BY_DTYPE(opreg__dtype_of(q), ROT(f32, float), ROT(f16, uint16_t), ROT(bf16, uint16_t));
+#undef ROT
+    return OPREG_OK;
+}
+
+static opreg_status cpu_rotary_embedding(void *context, const opreg_op *op, const opreg_value *args,
+                                         opreg_value *rets) {
+    (void)context, (void)op, (void)rets;
+    OPREG__TRY(opreg__check_rotary_embedding(TS(0), TS(1), TS(2), IV(3), TS(4), BV(5)));
+    OPREG__TRY(opreg__chk_cpu("_C::rotary_embedding", "query", TS(1)));
+    OPREG__TRY(opreg__check_rotary_embedding_data(TS(0), TS(4)));
+    return rotary(args, NULL);
+}
+
+static opreg_status cpu_batched_rotary_embedding(void *context, const opreg_op *op,
+                                                 const opreg_value *args, opreg_value *rets) {
+    (void)context, (void)op, (void)rets;
+    OPREG__TRY(opreg__check_batched_rotary_embedding(TS(0), TS(1), TS(2), IV(3), TS(4), BV(5),
+                                                     IV(6), TS(7)));
+    OPREG__TRY(opreg__chk_cpu("_C::batched_rotary_embedding", "query", TS(1)));
+    OPREG__TRY(opreg__check_batched_rotary_embedding_data(TS(0), TS(4), TS(7)));
+    return rotary(args, TS(7));
+}
+
+/* ---- quantisation ---------------------------------------------------------------------- */
+
+static float scalar_f32(const opreg_tensor *t) {
+    return *(const float *)opreg__ptr(t);
+}
+
+static opreg_status static_quant(const opreg_value *args, bool fp8) {
+    const opreg_tensor *out = TS(0), *in = TS(1);
+    int64_t n = opreg__numel(in);
+    float s = scalar_f32(TS(2));
+    void *po = opreg__ptr(out);
+    const void *pi = opreg__ptr(in);
+    if (fp8)
+        BY_DTYPE(opreg__dtype_of(in), opreg__cpu_static_scaled_fp8_quant_f32(po, pi, n, s),
+                 opreg__cpu_static_scaled_fp8_quant_f16(po, pi, n, s),
+                 opreg__cpu_static_scaled_fp8_quant_bf16(po, pi, n, s));
+    else
+        BY_DTYPE(opreg__dtype_of(in), opreg__cpu_static_scaled_int8_quant_f32(po, pi, n, s),
+                 opreg__cpu_static_scaled_int8_quant_f16(po, pi, n, s),
+                 opreg__cpu_static_scaled_int8_quant_bf16(po, pi, n, s));
+    return OPREG_OK;
+}
+
+static opreg_status cpu_static_scaled_int8_quant(void *context, const opreg_op *op,
+                                                 const opreg_value *args, opreg_value *rets) {
+    (void)context, (void)op, (void)rets;
+    OPREG__TRY(opreg__check_static_scaled_int8_quant(TS(0), TS(1), TS(2)));
+    OPREG__TRY(opreg__chk_cpu("_C::static_scaled_int8_quant", "input", TS(1)));
+    return static_quant(args, false);
+}
+
+static opreg_status cpu_static_scaled_fp8_quant(void *context, const opreg_op *op,
+                                                const opreg_value *args, opreg_value *rets) {
+    (void)context, (void)op, (void)rets;
+    OPREG__TRY(opreg__check_static_scaled_fp8_quant(TS(0), TS(1), TS(2)));
+    OPREG__TRY(opreg__chk_cpu("_C::static_scaled_fp8_quant", "input", TS(1)));
+    return static_quant(args, true);
+}
+
+static opreg_status cpu_dynamic_scaled_int8_quant(void *context, const opreg_op *op,
+                                                  const opreg_value *args, opreg_value *rets) {
+    (void)context, (void)op, (void)rets;
+    const opreg_tensor *out = TS(0), *in = TS(1), *scale = TS(2);
+    OPREG__TRY(opreg__check_dynamic_scaled_int8_quant(out, in, scale));
+    OPREG__TRY(opreg__chk_cpu("_C::dynamic_scaled_int8_quant", "input", in));
+    rows ri = rows_of(in);
+    int8_t *po = opreg__ptr(out);
+    float *ps = opreg__ptr(scale);
+    const void *pi = opreg__ptr(in);
+    BY_DTYPE(opreg__dtype_of(in),
+             opreg__cpu_dynamic_scaled_int8_quant_f32(po, ps, pi, ri.stride, ri.n, ri.width),
+             opreg__cpu_dynamic_scaled_int8_quant_f16(po, ps, pi, ri.stride, ri.n, ri.width),
+             opreg__cpu_dynamic_scaled_int8_quant_bf16(po, ps, pi, ri.stride, ri.n, ri.width));
+    return OPREG_OK;
+}
+
+static opreg_status cpu_dynamic_scaled_fp8_quant(void *context, const opreg_op *op,
+                                                 const opreg_value *args, opreg_value *rets) {
+    (void)context, (void)op, (void)rets;
+    const opreg_tensor *out = TS(0), *in = TS(1), *scale = TS(2);
+    OPREG__TRY(opreg__check_dynamic_scaled_fp8_quant(out, in, scale));
+    OPREG__TRY(opreg__chk_cpu("_C::dynamic_scaled_fp8_quant", "input", in));
+    int64_t n = opreg__numel(in);
+    uint8_t *po = opreg__ptr(out);
+    float *ps = opreg__ptr(scale);
+    const void *pi = opreg__ptr(in);
+    BY_DTYPE(opreg__dtype_of(in), opreg__cpu_dynamic_scaled_fp8_quant_f32(po, ps, pi, n),
+             opreg__cpu_dynamic_scaled_fp8_quant_f16(po, ps, pi, n),
+             opreg__cpu_dynamic_scaled_fp8_quant_bf16(po, ps, pi, n));
+    return OPREG_OK;
+}
+
+/* ---- KV cache ------------------------------------------------------------------------- */
+
+static opreg_status cpu_reshape_and_cache(void *context, const opreg_op *op,
+                                          const opreg_value *args, opreg_value *rets) {
+    (void)context, (void)op, (void)rets;
+    const opreg_tensor *key = TS(0), *value = TS(1), *kc = TS(2), *vc = TS(3), *slots = TS(4);
+    OPREG__TRY(opreg__check_reshape_and_cache(key, value, kc, vc, slots, SV(5), FV(6)));
+    OPREG__TRY(opreg__chk_cpu("_C::reshape_and_cache", "key", key));
+    OPREG__TRY(opreg__check_reshape_and_cache_data(kc, slots));
+    int64_t tokens = opreg__numel(slots);
+    opreg__cpu_reshape_and_cache_generic(opreg__ptr(key), opreg__stride(key, 0), opreg__ptr(value),
+                                         opreg__stride(value, 0), opreg__ptr(kc), opreg__ptr(vc),
+                                         opreg__ptr(slots), tokens, key->shape[1], key->shape[2],
+                                         kc->shape[3], kc->shape[4], opreg__dtype_of(key),
+                                         opreg__kv_cache_kind(SV(5)), (float)FV(6));
+    return OPREG_OK;
+}
+
+static opreg_status cpu_reshape_and_cache_flash(void *context, const opreg_op *op,
+                                                const opreg_value *args, opreg_value *rets) {
+    (void)context, (void)op, (void)rets;
+    const opreg_tensor *key = TS(0), *value = TS(1), *kc = TS(2), *vc = TS(3), *slots = TS(4);
+    OPREG__TRY(opreg__check_reshape_and_cache_flash(key, value, kc, vc, slots, SV(5)));
+    OPREG__TRY(opreg__chk_cpu("_C::reshape_and_cache_flash", "key", key));
+    OPREG__TRY(opreg__check_reshape_and_cache_flash_data(kc, slots));
+    int64_t tokens = opreg__numel(slots);
+    opreg__cpu_reshape_and_cache_flash_generic(
+        opreg__ptr(key), opreg__stride(key, 0), opreg__ptr(value), opreg__stride(value, 0),
+        opreg__ptr(kc), opreg__ptr(vc), opreg__ptr(slots), tokens, key->shape[1], key->shape[2],
+        opreg__dtype_of(key), opreg__kv_cache_kind(SV(5)), 1.0f);
+    return OPREG_OK;
+}
+
+/* ---- GEMM (oneDNN) ------------------------------------------------------------------------ */
+
+static opreg_status cpu_cutlass_scaled_mm(void *context, const opreg_op *op,
+                                          const opreg_value *args, opreg_value *rets) {
+    (void)context, (void)op, (void)rets;
+    OPREG__TRY(opreg__check_cutlass_scaled_mm(TS(0), TS(1), TS(2), TS(3), TS(4), OT(5)));
+    OPREG__TRY(opreg__chk_cpu("_C::cutlass_scaled_mm", "a", TS(1)));
+    return opreg__onednn_scaled_mm((opreg_tensor *)TS(0), TS(1), TS(2), TS(3), TS(4), OT(5));
+}
+
+static opreg_status onednn_linear(const opreg_tensor *out, const opreg_tensor *input,
+                                  const opreg_tensor *weight, const opreg_tensor *bias) {
+    return opreg__onednn_linear((opreg_tensor *)out, input, weight, bias);
+}
+
+static opreg_status cpu_linear(void *context, const opreg_op *op, const opreg_value *args,
+                               opreg_value *rets) {
+    (void)context, (void)op;
+    OPREG__TRY(opreg__chk_cpu("_C::linear", "input", TS(0)));
+    return opreg__linear_into_new(rets, args, TS(0)->device, onednn_linear);
+}
+
+/* ---- the ops that run their reference kernel on the CPU --------------------------------- */
+
+OPREG__KERNEL(cpu_copy_blocks,
+              opreg__ref_copy_blocks(OPREG__ARG_TL(0), OPREG__ARG_TL_LEN(0), OPREG__ARG_TL(1),
+                                     OPREG__ARG_TL_LEN(1), TS(2)))
+OPREG__KERNEL(cpu_swap_blocks, opreg__ref_swap_blocks(TS(0), TS(1), TS(2)))
+OPREG__KERNEL(cpu_moe_align_block_size,
+              opreg__ref_moe_align_block_size(TS(0), IV(1), IV(2), TS(3), TS(4), TS(5)))
+OPREG__KERNEL(cpu_topk_softmax, opreg__ref_topk_softmax(TS(0), TS(1), TS(2), TS(3)))
+OPREG__KERNEL(cpu_paged_attention_v1,
+              opreg__ref_paged_attention_v1(TS(0), TS(1), TS(2), TS(3), IV(4), FV(5), TS(6), TS(7),
+                                            IV(8), IV(9), OT(10), SV(11), FV(12), IV(13), IV(14),
+                                            IV(15), IV(16), IV(17)))
+
+OPREG_LIBRARY_IMPL(_C, CPU, m) {
+    OPREG_IMPL(m, "rms_norm", cpu_rms_norm, NULL);
+    OPREG_IMPL(m, "fused_add_rms_norm", cpu_fused_add_rms_norm, NULL);
+#define UNARY(op) OPREG_IMPL(m, #op, cpu_##op, NULL);
+    OPREG__CATALOGUE_UNARY_OPS(UNARY)
+#undef UNARY
+    OPREG_IMPL(m, "rotary_embedding", cpu_rotary_embedding, NULL);
+    OPREG_IMPL(m, "batched_rotary_embedding", cpu_batched_rotary_embedding, NULL);
+    OPREG_IMPL(m, "reshape_and_cache", cpu_reshape_and_cache, NULL);
+    OPREG_IMPL(m, "reshape_and_cache_flash", cpu_reshape_and_cache_flash, NULL);
+    OPREG_IMPL(m, "copy_blocks", cpu_copy_blocks, NULL);
+    OPREG_IMPL(m, "swap_blocks", cpu_swap_blocks, NULL);
+    OPREG_IMPL(m, "static_scaled_fp8_quant", cpu_static_scaled_fp8_quant, NULL);
+    OPREG_IMPL(m, "dynamic_scaled_fp8_quant", cpu_dynamic_scaled_fp8_quant, NULL);
+    OPREG_IMPL(m, "static_scaled_int8_quant", cpu_static_scaled_int8_quant, NULL);
+    OPREG_IMPL(m, "dynamic_scaled_int8_quant", cpu_dynamic_scaled_int8_quant, NULL);
+    OPREG_IMPL(m, "moe_align_block_size", cpu_moe_align_block_size, NULL);
+    OPREG_IMPL(m, "topk_softmax", cpu_topk_softmax, NULL);
+    OPREG_IMPL(m, "paged_attention_v1", cpu_paged_attention_v1, NULL);
+    OPREG_IMPL(m, "cutlass_scaled_mm", cpu_cutlass_scaled_mm, NULL);
+    OPREG_IMPL(m, "linear", cpu_linear, NULL);
+}
