@@ -26,7 +26,8 @@ void bench_progress(const struct bench_ctx *ctx, const char *fmt, ...);
  * returning 0 on success, 1 when the suite could not run (its input missing). */
 #define OPREG_BENCH_SUITES(X)                                                                      \
     X(schema, "parse the native_functions corpus")                                                 \
-    X(dispatch, "call, look up and query a 4-argument op through the registry")
+    X(dispatch, "call, look up and query a 4-argument op through the registry")                    \
+    X(ops, "memory-bound ops beside a STREAM triad, linear beside raw oneDNN")
 
 #define X(name, summary) int bench_##name(const struct bench_ctx *ctx);
 OPREG_BENCH_SUITES(X)

@@ -13,6 +13,9 @@
     X(list, "list the ops of the default registry, with the keys that have kernels")               \
     X(schema, "print the schema of an op")                                                         \
     X(supported, "say whether an op is supported (on a device), and why")                          \
+    X(devices, "list the backends, whether each is available here, and why not")                   \
+    X(matrix, "print the op x backend support matrix")                                             \
+    X(run, "run an op on random inputs and compare it with the reference")                         \
     X(bench, "run benchmark suites")
 
 #define X(name, summary) int cmd_##name(int argc, char **argv);
