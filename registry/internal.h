@@ -70,6 +70,8 @@ struct opreg__table {
     opreg_dispatch_entry e[OPREG__NSLOTS]; /* by key */
 };
 
+#define OPREG__STATE_DEFINED (1ull << 63)
+
 /* ---- registrations ------------------------------------------------------- */
 
 /* One kernel registration (an impl, a composite or a fallback). */
@@ -87,6 +89,10 @@ struct opreg_op {
     _Atomic(const opreg_dispatch_table *) table; /* first: see struct opreg_op_head */
     struct opreg_registry *reg;
     uint64_t hash;
+    /* The published table's `defined` (bit 63) and kernel_mask (low bits),
+     * beside the name that a lookup has just compared: queries read this
+     * instead of following the table pointer. */
+    _Atomic uint64_t state;
     size_t name_len;
     char *name; /* "ns::name[.overload]" */
     size_t ns_len;

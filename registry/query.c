@@ -22,10 +22,12 @@ static inline opreg_status find(const opreg_op **out, const opreg_registry *reg,
                            !out   ? "out"
                            : !reg ? "reg"
                                   : "name");
-    const struct opreg__table *t;
-    const struct opreg_op *op = find_defined(reg, name, len, &t);
-    *out = op;
-    if (op) return OPREG_OK;
+    const struct opreg_op *op = opreg__names_find(reg, name, len, opreg__hash(name, len));
+    if (op && (atomic_load_explicit(&op->state, memory_order_acquire) & OPREG__STATE_DEFINED)) {
+        *out = op;
+        return OPREG_OK;
+    }
+    *out = NULL;
     return opreg__fail_unknown_op(reg, name, len);
 }
 
@@ -40,22 +42,28 @@ opreg_status opreg_op_find(const opreg_op **out, const opreg_registry *reg, cons
 
 #define META_BIT (1u << OPREG_KEY_META)
 
+/* The state word of op @p name (0 when unknown or undefined). */
+static inline uint64_t state_of(const opreg_registry *reg, const char *name) {
+    size_t len = strlen(name);
+    const struct opreg_op *op = opreg__names_find(reg, name, len, opreg__hash(name, len));
+    return op ? atomic_load_explicit(&op->state, memory_order_acquire) : 0;
+}
+
 bool opreg_is_op_supported(const opreg_registry *reg, const char *name) {
     if (!reg || !name) return false;
-    const struct opreg__table *t;
-    if (!find_defined(reg, name, strlen(name), &t)) return false;
+    uint64_t state = state_of(reg, name);
     uint32_t avail = atomic_load_explicit(&opreg__avail_mask, memory_order_relaxed);
-    return (t->kernel_mask & avail & ~META_BIT) != 0;
+    return (state & OPREG__STATE_DEFINED) && ((uint32_t)state & avail & ~META_BIT) != 0;
 }
 
 bool opreg_is_op_supported_on(const opreg_registry *reg, const char *name, DLDevice device) {
     if (!reg || !name) return false;
-    const struct opreg__table *t;
-    if (!find_defined(reg, name, strlen(name), &t)) return false;
+    uint64_t state = state_of(reg, name);
+    if (!(state & OPREG__STATE_DEFINED)) return false;
     int32_t k = opreg__key_of_type((int32_t)device.device_type);
     if (k == OPREG__KEY_UNKNOWN) return false;
     uint32_t avail = atomic_load_explicit(&opreg__avail_mask, memory_order_relaxed);
-    return ((t->kernel_mask & avail) >> k) & 1u;
+    return (((uint32_t)state & avail) >> k) & 1u;
 }
 
 static const char *kind_word(opreg_kernel_kind k) {

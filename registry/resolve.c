@@ -149,6 +149,8 @@ opreg_status opreg__op_publish(struct opreg_op *op) {
         next = t;
     }
     atomic_store_explicit(&op->table, &next->pub, memory_order_release);
+    atomic_store_explicit(&op->state, t ? OPREG__STATE_DEFINED | t->kernel_mask : 0,
+                          memory_order_release);
     opreg__retire(reg, free_table, op->owned);
     op->owned = t;
     return OPREG_OK;
