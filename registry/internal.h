@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 /* The most arguments an op may have (a boxed call builds them on the stack). */
 #define OPREG__MAX_ARGS 64
@@ -157,9 +158,63 @@ struct opreg_registry {
     struct opreg__table undefined_table;
 };
 
-uint64_t opreg__hash(const char *s, size_t len);
-struct opreg_op *opreg__names_find(const struct opreg_registry *reg, const char *name, size_t len,
-                                   uint64_t hash);
+/* Name hashing and the lock-free probe, inline for the lookup paths. */
+static inline uint64_t opreg__load8(const char *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static inline uint64_t opreg__mix(uint64_t h, uint64_t w) {
+    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+    return h ^ (h >> 32);
+}
+
+/* 8 bytes a step, multiply-xorshift mixing. The tail is read with whole
+ * (overlapping) loads rather than byte by byte: short names are the norm. */
+static inline uint64_t opreg__hash(const char *s, size_t len) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ len;
+    if (len >= 8) {
+        for (size_t i = 0; i + 8 < len; i += 8)
+            h = opreg__mix(h, opreg__load8(s + i));
+        h = opreg__mix(h, opreg__load8(s + len - 8));
+    } else if (len >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + len - 4, 4);
+        h = opreg__mix(h, a | (uint64_t)b << 32);
+    } else if (len > 0) {
+        h = opreg__mix(h, (uint8_t)s[0] | (uint64_t)(uint8_t)s[len / 2] << 8 |
+                              (uint64_t)(uint8_t)s[len - 1] << 16);
+    }
+    h *= 0xC4CEB9FE1A85EC53ull;
+    return h ^ (h >> 29);
+}
+
+/* Equality of two names of @p len bytes, without a library call. */
+static inline bool opreg__same_name(const char *a, const char *b, size_t len) {
+    if (len >= 8) {
+        for (size_t i = 0; i + 8 < len; i += 8)
+            if (opreg__load8(a + i) != opreg__load8(b + i)) return false;
+        return opreg__load8(a + len - 8) == opreg__load8(b + len - 8);
+    }
+    while (len--)
+        if (*a++ != *b++) return false;
+    return true;
+}
+
+static inline struct opreg_op *opreg__names_find(const struct opreg_registry *reg, const char *name,
+                                                 size_t len, uint64_t hash) {
+    const struct opreg__names *t = atomic_load_explicit(&reg->names, memory_order_acquire);
+    for (size_t i = hash & t->mask;; i = (i + 1) & t->mask) {
+        struct opreg_op *op = atomic_load_explicit(&t->slots[i].op, memory_order_acquire);
+        if (!op) return NULL;
+        if (t->slots[i].hash == hash && op->name_len == len &&
+            opreg__same_name(op->name, name, len))
+            return op;
+    }
+}
+
 /* Find or create an op record (writer). */
 opreg_status opreg__op_get(struct opreg_op **out, struct opreg_registry *reg, const char *name,
                            size_t len);
