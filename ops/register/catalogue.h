@@ -41,11 +41,52 @@ OPREG_DECLARE_LIBRARY_IMPL(_C, CPU);
         return expr;                                                                               \
     }
 
-/* The ops whose kernels take (out, input) or another shape shared by many:
- * X(name) for each, used to register one kernel family in one line. */
-#define OPREG__CATALOGUE_UNARY_OPS(X)                                                              \
-    X(silu_and_mul)                                                                                \
-    X(gelu_and_mul) X(gelu_tanh_and_mul) X(gelu_new) X(gelu_fast) X(gelu_quick)
+/* Every op but linear, with the argument list its check (opreg__check_<op>)
+ * and its reference kernel (opreg__ref_<op>) take, unpacked from `args` in
+ * schema order: X(op, (arguments)). One table serves the Meta, Reference and
+ * CPU registrations. */
+#define OPREG__CATALOGUE_OPS(X)                                                                    \
+    X(rms_norm, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_F(3)))              \
+    X(fused_add_rms_norm, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_F(3)))    \
+    X(silu_and_mul, (OPREG__ARG_T(0), OPREG__ARG_T(1)))                                            \
+    X(gelu_and_mul, (OPREG__ARG_T(0), OPREG__ARG_T(1)))                                            \
+    X(gelu_tanh_and_mul, (OPREG__ARG_T(0), OPREG__ARG_T(1)))                                       \
+    X(gelu_new, (OPREG__ARG_T(0), OPREG__ARG_T(1)))                                                \
+    X(gelu_fast, (OPREG__ARG_T(0), OPREG__ARG_T(1)))                                               \
+    X(gelu_quick, (OPREG__ARG_T(0), OPREG__ARG_T(1)))                                              \
+    X(rotary_embedding, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_I(3),       \
+                         OPREG__ARG_T(4), OPREG__ARG_B(5)))                                        \
+    X(batched_rotary_embedding,                                                                    \
+      (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_I(3), OPREG__ARG_T(4),        \
+       OPREG__ARG_B(5), OPREG__ARG_I(6), OPREG__ARG_T(7)))                                         \
+    X(reshape_and_cache, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_T(3),      \
+                          OPREG__ARG_T(4), OPREG__ARG_S(5), OPREG__ARG_F(6)))                      \
+    X(reshape_and_cache_flash, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2),                 \
+                                OPREG__ARG_T(3), OPREG__ARG_T(4), OPREG__ARG_S(5)))                \
+    X(copy_blocks, (OPREG__ARG_TL(0), OPREG__ARG_TL_LEN(0), OPREG__ARG_TL(1),                      \
+                    OPREG__ARG_TL_LEN(1), OPREG__ARG_T(2)))                                        \
+    X(swap_blocks, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2)))                            \
+    X(static_scaled_fp8_quant, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2)))                \
+    X(dynamic_scaled_fp8_quant, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2)))               \
+    X(static_scaled_int8_quant, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2)))               \
+    X(dynamic_scaled_int8_quant, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2)))              \
+    X(moe_align_block_size, (OPREG__ARG_T(0), OPREG__ARG_I(1), OPREG__ARG_I(2), OPREG__ARG_T(3),   \
+                             OPREG__ARG_T(4), OPREG__ARG_T(5)))                                    \
+    X(topk_softmax, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_T(3)))          \
+    X(paged_attention_v1,                                                                          \
+      (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_T(3), OPREG__ARG_I(4),        \
+       OPREG__ARG_F(5), OPREG__ARG_T(6), OPREG__ARG_T(7), OPREG__ARG_I(8), OPREG__ARG_I(9),        \
+       OPREG__ARG_OPT_T(10), OPREG__ARG_S(11), OPREG__ARG_F(12), OPREG__ARG_I(13),                 \
+       OPREG__ARG_I(14), OPREG__ARG_I(15), OPREG__ARG_I(16), OPREG__ARG_I(17)))                    \
+    X(cutlass_scaled_mm, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_T(3),      \
+                          OPREG__ARG_T(4), OPREG__ARG_OPT_T(5)))
+
+/* Kernels that call a function of the table with the op's arguments:
+ * OPREG__TABLE_KERNEL(prefix, function_prefix, op, arguments). */
+#define OPREG__TABLE_KERNEL(prefix, fn, op, arglist) OPREG__KERNEL(prefix##_##op, fn##op arglist)
+/* The same, for a file that registers only some of the table's kernels. */
+#define OPREG__TABLE_KERNEL_SOME(prefix, fn, op, arglist)                                          \
+    __attribute__((unused)) OPREG__KERNEL(prefix##_##op, fn##op arglist)
 
 /* linear: allocate the result on @p device (from the checks' shape), run
  * @p kernel into it, and hand it to the caller through rets[0]. */

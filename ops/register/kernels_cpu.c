@@ -303,37 +303,32 @@ static opreg_status cpu_linear(void *context, const opreg_op *op, const opreg_va
 
 /* ---- the ops that run their reference kernel on the CPU --------------------------------- */
 
-OPREG__KERNEL(cpu_copy_blocks,
-              opreg__ref_copy_blocks(OPREG__ARG_TL(0), OPREG__ARG_TL_LEN(0), OPREG__ARG_TL(1),
-                                     OPREG__ARG_TL_LEN(1), TS(2)))
-OPREG__KERNEL(cpu_swap_blocks, opreg__ref_swap_blocks(TS(0), TS(1), TS(2)))
-OPREG__KERNEL(cpu_moe_align_block_size,
-              opreg__ref_moe_align_block_size(TS(0), IV(1), IV(2), TS(3), TS(4), TS(5)))
-OPREG__KERNEL(cpu_topk_softmax, opreg__ref_topk_softmax(TS(0), TS(1), TS(2), TS(3)))
-OPREG__KERNEL(cpu_paged_attention_v1,
-              opreg__ref_paged_attention_v1(TS(0), TS(1), TS(2), TS(3), IV(4), FV(5), TS(6), TS(7),
-                                            IV(8), IV(9), OT(10), SV(11), FV(12), IV(13), IV(14),
-                                            IV(15), IV(16), IV(17)))
+#define OPREG__CPU_REFERENCE_OPS(X)                                                                \
+    X(copy_blocks) X(swap_blocks) X(moe_align_block_size) X(topk_softmax) X(paged_attention_v1)
+#define REF_ON_CPU(op, arglist) OPREG__TABLE_KERNEL_SOME(cpu_ref, opreg__ref_, op, arglist)
+OPREG__CATALOGUE_OPS(REF_ON_CPU)
+#undef REF_ON_CPU
 
 OPREG_LIBRARY_IMPL(_C, CPU, m) {
     OPREG_IMPL(m, "rms_norm", cpu_rms_norm, NULL);
     OPREG_IMPL(m, "fused_add_rms_norm", cpu_fused_add_rms_norm, NULL);
-#define UNARY(op) OPREG_IMPL(m, #op, cpu_##op, NULL);
-    OPREG__CATALOGUE_UNARY_OPS(UNARY)
-#undef UNARY
+    OPREG_IMPL(m, "silu_and_mul", cpu_silu_and_mul, NULL);
+    OPREG_IMPL(m, "gelu_and_mul", cpu_gelu_and_mul, NULL);
+    OPREG_IMPL(m, "gelu_tanh_and_mul", cpu_gelu_tanh_and_mul, NULL);
+    OPREG_IMPL(m, "gelu_new", cpu_gelu_new, NULL);
+    OPREG_IMPL(m, "gelu_fast", cpu_gelu_fast, NULL);
+    OPREG_IMPL(m, "gelu_quick", cpu_gelu_quick, NULL);
     OPREG_IMPL(m, "rotary_embedding", cpu_rotary_embedding, NULL);
     OPREG_IMPL(m, "batched_rotary_embedding", cpu_batched_rotary_embedding, NULL);
     OPREG_IMPL(m, "reshape_and_cache", cpu_reshape_and_cache, NULL);
     OPREG_IMPL(m, "reshape_and_cache_flash", cpu_reshape_and_cache_flash, NULL);
-    OPREG_IMPL(m, "copy_blocks", cpu_copy_blocks, NULL);
-    OPREG_IMPL(m, "swap_blocks", cpu_swap_blocks, NULL);
     OPREG_IMPL(m, "static_scaled_fp8_quant", cpu_static_scaled_fp8_quant, NULL);
     OPREG_IMPL(m, "dynamic_scaled_fp8_quant", cpu_dynamic_scaled_fp8_quant, NULL);
     OPREG_IMPL(m, "static_scaled_int8_quant", cpu_static_scaled_int8_quant, NULL);
     OPREG_IMPL(m, "dynamic_scaled_int8_quant", cpu_dynamic_scaled_int8_quant, NULL);
-    OPREG_IMPL(m, "moe_align_block_size", cpu_moe_align_block_size, NULL);
-    OPREG_IMPL(m, "topk_softmax", cpu_topk_softmax, NULL);
-    OPREG_IMPL(m, "paged_attention_v1", cpu_paged_attention_v1, NULL);
     OPREG_IMPL(m, "cutlass_scaled_mm", cpu_cutlass_scaled_mm, NULL);
     OPREG_IMPL(m, "linear", cpu_linear, NULL);
+#define REF_IMPL(op) OPREG_IMPL(m, #op, cpu_ref_##op, NULL);
+    OPREG__CPU_REFERENCE_OPS(REF_IMPL)
+#undef REF_IMPL
 }
