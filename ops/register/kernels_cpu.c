@@ -50,14 +50,33 @@ static rows rows_of(const opreg_tensor *t) {
         }                                                                                          \
     } while (0)
 
+/* Each op's shared checks, as the catalogue table unpacks its arguments. */
+#define CHECK_FN(op, arglist)                                                                      \
+    __attribute__((unused)) static opreg_status check_##op(const opreg_value *args) {              \
+        return opreg__check_##op arglist;                                                          \
+    }
+OPREG__CATALOGUE_OPS(CHECK_FN)
+#undef CHECK_FN
+
+/* CPU_KERNEL(op, i, "name") { body }: the kernel cpu_<op> runs the op's
+ * shared checks, refuses argument i ("name") unless it is in host memory (a
+ * Meta tensor passes the checks but has no data), then runs the body, which
+ * reads `args` and may assume both. */
+#define CPU_KERNEL(op, host_arg, host_name)                                                        \
+    static opreg_status fast_##op(const opreg_value *args);                                        \
+    static opreg_status cpu_##op(void *context, const opreg_op *o, const opreg_value *args,        \
+                                 opreg_value *rets) {                                              \
+        (void)context, (void)o, (void)rets;                                                        \
+        OPREG__TRY(check_##op(args));                                                              \
+        OPREG__TRY(opreg__chk_cpu("_C::" #op, host_name, OPREG__ARG_T(host_arg)));                 \
+        return fast_##op(args);                                                                    \
+    }                                                                                              \
+    static opreg_status fast_##op(const opreg_value *args)
+
 /* ---- norms ------------------------------------------------------------------------ */
 
-static opreg_status cpu_rms_norm(void *context, const opreg_op *op, const opreg_value *args,
-                                 opreg_value *rets) {
-    (void)context, (void)op, (void)rets;
+CPU_KERNEL(rms_norm, 1, "input") {
     const opreg_tensor *out = TS(0), *in = TS(1), *w = TS(2);
-    OPREG__TRY(opreg__check_rms_norm(out, in, w, FV(3)));
-    OPREG__TRY(opreg__chk_cpu("_C::rms_norm", "input", in));
     rows ro = rows_of(out), ri = rows_of(in);
     float eps = (float)FV(3);
 #define RMS(sfx, T)                                                                                \
@@ -68,12 +87,8 @@ static opreg_status cpu_rms_norm(void *context, const opreg_op *op, const opreg_
     return OPREG_OK;
 }
 
-static opreg_status cpu_fused_add_rms_norm(void *context, const opreg_op *op,
-                                           const opreg_value *args, opreg_value *rets) {
-    (void)context, (void)op, (void)rets;
+CPU_KERNEL(fused_add_rms_norm, 0, "input") {
     const opreg_tensor *in = TS(0), *res = TS(1), *w = TS(2);
-    OPREG__TRY(opreg__check_fused_add_rms_norm(in, res, w, FV(3)));
-    OPREG__TRY(opreg__chk_cpu("_C::fused_add_rms_norm", "input", in));
     rows ri = rows_of(in), rr = rows_of(res);
     float eps = (float)FV(3);
 #define FUSED(sfx, T)                                                                              \
@@ -88,12 +103,8 @@ static opreg_status cpu_fused_add_rms_norm(void *context, const opreg_op *op,
 
 /* Gated activations: input rows [x | y] of 2d, out rows of d. */
 #define GATED(op)                                                                                  \
-    static opreg_status cpu_##op(void *context, const opreg_op *o, const opreg_value *args,        \
-                                 opreg_value *rets) {                                              \
-        (void)context, (void)o, (void)rets;                                                        \
+    CPU_KERNEL(op, 1, "input") {                                                                   \
         const opreg_tensor *out = TS(0), *in = TS(1);                                              \
-        OPREG__TRY(opreg__check_##op(out, in));                                                    \
-        OPREG__TRY(opreg__chk_cpu("_C::" #op, "input", in));                                       \
         rows ro = rows_of(out), ri = rows_of(in);                                                  \
         BY_DTYPE(                                                                                  \
             opreg__dtype_of(in),                                                                   \
@@ -112,12 +123,8 @@ GATED(gelu_tanh_and_mul)
 
 /* Elementwise activations, row by row (rows may be strided). */
 #define ELEMENTWISE(op)                                                                            \
-    static opreg_status cpu_##op(void *context, const opreg_op *o, const opreg_value *args,        \
-                                 opreg_value *rets) {                                              \
-        (void)context, (void)o, (void)rets;                                                        \
+    CPU_KERNEL(op, 1, "input") {                                                                   \
         const opreg_tensor *out = TS(0), *in = TS(1);                                              \
-        OPREG__TRY(opreg__check_##op(out, in));                                                    \
-        OPREG__TRY(opreg__chk_cpu("_C::" #op, "input", in));                                       \
         rows ro = rows_of(out), ri = rows_of(in);                                                  \
         int dt = opreg__dtype_of(in);                                                              \
         size_t es = opreg__dtype_bytes(dt);                                                        \
@@ -155,21 +162,12 @@ static opreg_status rotary(const opreg_value *args, const opreg_tensor *offsets)
     return OPREG_OK;
 }
 
-static opreg_status cpu_rotary_embedding(void *context, const opreg_op *op, const opreg_value *args,
-                                         opreg_value *rets) {
-    (void)context, (void)op, (void)rets;
-    OPREG__TRY(opreg__check_rotary_embedding(TS(0), TS(1), TS(2), IV(3), TS(4), BV(5)));
-    OPREG__TRY(opreg__chk_cpu("_C::rotary_embedding", "query", TS(1)));
+CPU_KERNEL(rotary_embedding, 1, "query") {
     OPREG__TRY(opreg__check_rotary_embedding_data(TS(0), TS(4)));
     return rotary(args, NULL);
 }
 
-static opreg_status cpu_batched_rotary_embedding(void *context, const opreg_op *op,
-                                                 const opreg_value *args, opreg_value *rets) {
-    (void)context, (void)op, (void)rets;
-    OPREG__TRY(opreg__check_batched_rotary_embedding(TS(0), TS(1), TS(2), IV(3), TS(4), BV(5),
-                                                     IV(6), TS(7)));
-    OPREG__TRY(opreg__chk_cpu("_C::batched_rotary_embedding", "query", TS(1)));
+CPU_KERNEL(batched_rotary_embedding, 1, "query") {
     OPREG__TRY(opreg__check_batched_rotary_embedding_data(TS(0), TS(4), TS(7)));
     return rotary(args, TS(7));
 }
@@ -197,28 +195,16 @@ static opreg_status static_quant(const opreg_value *args, bool fp8) {
     return OPREG_OK;
 }
 
-static opreg_status cpu_static_scaled_int8_quant(void *context, const opreg_op *op,
-                                                 const opreg_value *args, opreg_value *rets) {
-    (void)context, (void)op, (void)rets;
-    OPREG__TRY(opreg__check_static_scaled_int8_quant(TS(0), TS(1), TS(2)));
-    OPREG__TRY(opreg__chk_cpu("_C::static_scaled_int8_quant", "input", TS(1)));
+CPU_KERNEL(static_scaled_int8_quant, 1, "input") {
     return static_quant(args, false);
 }
 
-static opreg_status cpu_static_scaled_fp8_quant(void *context, const opreg_op *op,
-                                                const opreg_value *args, opreg_value *rets) {
-    (void)context, (void)op, (void)rets;
-    OPREG__TRY(opreg__check_static_scaled_fp8_quant(TS(0), TS(1), TS(2)));
-    OPREG__TRY(opreg__chk_cpu("_C::static_scaled_fp8_quant", "input", TS(1)));
+CPU_KERNEL(static_scaled_fp8_quant, 1, "input") {
     return static_quant(args, true);
 }
 
-static opreg_status cpu_dynamic_scaled_int8_quant(void *context, const opreg_op *op,
-                                                  const opreg_value *args, opreg_value *rets) {
-    (void)context, (void)op, (void)rets;
+CPU_KERNEL(dynamic_scaled_int8_quant, 1, "input") {
     const opreg_tensor *out = TS(0), *in = TS(1), *scale = TS(2);
-    OPREG__TRY(opreg__check_dynamic_scaled_int8_quant(out, in, scale));
-    OPREG__TRY(opreg__chk_cpu("_C::dynamic_scaled_int8_quant", "input", in));
     rows ri = rows_of(in);
     int8_t *po = opreg__ptr(out);
     float *ps = opreg__ptr(scale);
@@ -230,12 +216,8 @@ static opreg_status cpu_dynamic_scaled_int8_quant(void *context, const opreg_op 
     return OPREG_OK;
 }
 
-static opreg_status cpu_dynamic_scaled_fp8_quant(void *context, const opreg_op *op,
-                                                 const opreg_value *args, opreg_value *rets) {
-    (void)context, (void)op, (void)rets;
+CPU_KERNEL(dynamic_scaled_fp8_quant, 1, "input") {
     const opreg_tensor *out = TS(0), *in = TS(1), *scale = TS(2);
-    OPREG__TRY(opreg__check_dynamic_scaled_fp8_quant(out, in, scale));
-    OPREG__TRY(opreg__chk_cpu("_C::dynamic_scaled_fp8_quant", "input", in));
     int64_t n = opreg__numel(in);
     uint8_t *po = opreg__ptr(out);
     float *ps = opreg__ptr(scale);
@@ -248,12 +230,8 @@ static opreg_status cpu_dynamic_scaled_fp8_quant(void *context, const opreg_op *
 
 /* ---- KV cache ------------------------------------------------------------------------- */
 
-static opreg_status cpu_reshape_and_cache(void *context, const opreg_op *op,
-                                          const opreg_value *args, opreg_value *rets) {
-    (void)context, (void)op, (void)rets;
+CPU_KERNEL(reshape_and_cache, 0, "key") {
     const opreg_tensor *key = TS(0), *value = TS(1), *kc = TS(2), *vc = TS(3), *slots = TS(4);
-    OPREG__TRY(opreg__check_reshape_and_cache(key, value, kc, vc, slots, SV(5), FV(6)));
-    OPREG__TRY(opreg__chk_cpu("_C::reshape_and_cache", "key", key));
     OPREG__TRY(opreg__check_reshape_and_cache_data(kc, slots));
     int64_t tokens = opreg__numel(slots);
     opreg__cpu_reshape_and_cache_generic(opreg__ptr(key), opreg__stride(key, 0), opreg__ptr(value),
@@ -264,12 +242,8 @@ static opreg_status cpu_reshape_and_cache(void *context, const opreg_op *op,
     return OPREG_OK;
 }
 
-static opreg_status cpu_reshape_and_cache_flash(void *context, const opreg_op *op,
-                                                const opreg_value *args, opreg_value *rets) {
-    (void)context, (void)op, (void)rets;
+CPU_KERNEL(reshape_and_cache_flash, 0, "key") {
     const opreg_tensor *key = TS(0), *value = TS(1), *kc = TS(2), *vc = TS(3), *slots = TS(4);
-    OPREG__TRY(opreg__check_reshape_and_cache_flash(key, value, kc, vc, slots, SV(5)));
-    OPREG__TRY(opreg__chk_cpu("_C::reshape_and_cache_flash", "key", key));
     OPREG__TRY(opreg__check_reshape_and_cache_flash_data(kc, slots));
     int64_t tokens = opreg__numel(slots);
     opreg__cpu_reshape_and_cache_flash_generic(
@@ -281,11 +255,7 @@ static opreg_status cpu_reshape_and_cache_flash(void *context, const opreg_op *o
 
 /* ---- GEMM (oneDNN) ------------------------------------------------------------------------ */
 
-static opreg_status cpu_cutlass_scaled_mm(void *context, const opreg_op *op,
-                                          const opreg_value *args, opreg_value *rets) {
-    (void)context, (void)op, (void)rets;
-    OPREG__TRY(opreg__check_cutlass_scaled_mm(TS(0), TS(1), TS(2), TS(3), TS(4), OT(5)));
-    OPREG__TRY(opreg__chk_cpu("_C::cutlass_scaled_mm", "a", TS(1)));
+CPU_KERNEL(cutlass_scaled_mm, 1, "a") {
     return opreg__onednn_scaled_mm((opreg_tensor *)TS(0), TS(1), TS(2), TS(3), TS(4), OT(5));
 }
 
