@@ -255,12 +255,19 @@ CPU_KERNEL(reshape_and_cache_flash, 0, "key") {
 
 /* ---- GEMM (oneDNN) ------------------------------------------------------------------------ */
 
+/* oneDNN where it covers the arguments (onednn.h); the portable kernel for
+ * the valid rest (fp8 operands, f16 results, padded rows), so the CPU key
+ * accepts exactly what the op's checks accept. */
 CPU_KERNEL(cutlass_scaled_mm, 1, "a") {
-    return opreg__onednn_scaled_mm((opreg_tensor *)TS(0), TS(1), TS(2), TS(3), TS(4), OT(5));
+    opreg_tensor *out = (opreg_tensor *)TS(0);
+    if (!opreg__onednn_scaled_mm_covers(out, TS(1), TS(2)))
+        return opreg__ref_cutlass_scaled_mm(out, TS(1), TS(2), TS(3), TS(4), OT(5));
+    return opreg__onednn_scaled_mm(out, TS(1), TS(2), TS(3), TS(4), OT(5));
 }
 
 static opreg_status onednn_linear(const opreg_tensor *out, const opreg_tensor *input,
                                   const opreg_tensor *weight, const opreg_tensor *bias) {
+    if (!opreg__onednn_linear_covers(input)) return opreg__ref_linear(out, input, weight, bias);
     return opreg__onednn_linear((opreg_tensor *)out, input, weight, bias);
 }
 
