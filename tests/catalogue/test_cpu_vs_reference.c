@@ -4,7 +4,9 @@
  * allows them, and each option (fp8 caches, per-token scales, GPT-J
  * rotation, ALiBi, no bias). Both calls get byte-identical copies of the
  * same random inputs; every written and returned tensor is compared with
- * the dtype's tolerance (tools/op_inputs.h). */
+ * the dtype's tolerance (tools/op_inputs.h). The whole table runs once per
+ * instruction-set path this CPU has (portable, AVX2, AVX-512, ...). */
+#include "backends/cpu/kernels/cpu_kernels.h"
 #include "test.h"
 #include "tools/op_inputs.h"
 
@@ -31,7 +33,7 @@
 
 typedef struct op_case {
     const char *op;
-    const char *shapes[6];
+    const char *shapes[8];
 } op_case;
 
 static const op_case cases[] = {
@@ -62,7 +64,9 @@ static const op_case cases[] = {
     { "paged_attention_v1",
       { "seqs=1,heads=1,kv_heads=1,head_size=64,max_seq_len=1,block_size=8,blocks=1",
         "seqs=3,heads=4,kv_heads=2,head_size=64,max_seq_len=37,block_size=16,blocks=12,alibi=1",
-        "seqs=2,heads=2,kv_heads=2,head_size=80,max_seq_len=50,block_size=8,blocks=16,kv_fp8=1" } },
+        "seqs=2,heads=2,kv_heads=2,head_size=80,max_seq_len=50,block_size=8,blocks=16,kv_fp8=1",
+        "seqs=2,heads=8,kv_heads=1,head_size=32,max_seq_len=9,block_size=1,blocks=20",
+        "seqs=1,heads=12,kv_heads=12,head_size=256,max_seq_len=70,block_size=32,blocks=3" } },
     { "cutlass_scaled_mm",
       { GEMM, "tokens=9,hidden=40,out_features=24,per_token=1,per_channel=1,row_pad=5",
         "tokens=6,hidden=32,out_features=10,fp8=1,per_channel=1" } },
@@ -113,7 +117,7 @@ static void run_one(const opreg_op *op, const char *name, int dtype, const char 
     op_inputs_free(base);
 }
 
-TEST(every_op_every_dtype_every_shape) {
+static void run_table(void) {
     int runs = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const op_builder_entry *e = op_builders;
@@ -129,13 +133,22 @@ TEST(every_op_every_dtype_every_shape) {
         }
         for (int dt = 0; dt < 32; dt++) {
             if (!(e->dtypes & (1u << dt))) continue;
-            for (size_t s = 0; s < 6 && cases[c].shapes[s]; s++) {
+            for (size_t s = 0; s < 8 && cases[c].shapes[s]; s++) {
                 run_one(op, full, dt, cases[c].shapes[s]);
                 runs++;
             }
         }
     }
-    printf("  %d op x dtype x shape runs\n", runs);
+    printf("  %s: %d op x dtype x shape runs\n", opreg__cpu_isa_name(opreg__cpu_isa()), runs);
+}
+
+TEST(every_op_every_dtype_every_shape) {
+    int detected = opreg__cpu_isa_detected();
+    for (int isa = OPREG__ISA_PORTABLE; isa <= detected; isa++) {
+        opreg__cpu_set_isa_limit(isa);
+        run_table();
+    }
+    opreg__cpu_set_isa_limit(detected);
 }
 
 /* Every op of the catalogue has a row above. */
