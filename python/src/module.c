@@ -184,6 +184,46 @@ static PyObject *py_load_plugin(PyObject *m, PyObject *args) {
     return NULL;
 }
 
+/* A kernel that does nothing, for _define_bench_op(). */
+static opreg_status null_kernel(void *context, const opreg_op *op, const opreg_value *args,
+                                opreg_value *rets) {
+    (void)context;
+    (void)op;
+    (void)args;
+    (void)rets;
+    return OPREG_OK;
+}
+
+/* _define_bench_op() -> str: defines `_opreg_bench::rms_norm`, rms_norm's
+ * schema with a CPU kernel that does nothing, once per process, and returns
+ * its name. tools/bench_python.py calls it to measure what the binding and
+ * the dispatcher cost without the kernel's work. */
+static PyObject *py_define_bench_op(PyObject *m, PyObject *unused) {
+    (void)m;
+    (void)unused;
+    static opreg_library *lib;
+    static const char *name = "_opreg_bench::rms_norm";
+    if (!lib) {
+        opreg_registry *reg = registry();
+        if (!reg) return NULL;
+        opreg_library *l;
+        opreg_status st = opreg_library_create(&l, reg, OPREG_LIBRARY_DEF, "_opreg_bench",
+                                               OPREG_KEY_CPU, __FILE__, __LINE__);
+        if (st == OPREG_OK)
+            st = opreg_library_def(
+                NULL, l, "rms_norm(Tensor! out, Tensor input, Tensor weight, float epsilon) -> ()");
+        if (st == OPREG_OK)
+            st = opreg_library_impl_fn(l, "rms_norm", OPREG_KEY_CPU, null_kernel, NULL);
+        if (st != OPREG_OK) {
+            PyObject *r = opreg__py_raise(st, NULL);
+            opreg_library_close(l);
+            return r;
+        }
+        lib = l; /* open for the life of the process */
+    }
+    return PyUnicode_FromString(name);
+}
+
 static PyObject *py_version(PyObject *m, PyObject *unused) {
     (void)m;
     (void)unused;
@@ -207,6 +247,9 @@ static PyMethodDef module_methods[] = {
     { "load_plugin", py_load_plugin, METH_VARARGS,
       "load_plugin(path)\nLoad a backend plugin (a shared library) into the default registry." },
     { "version", py_version, METH_NOARGS, "version() -> str\nopreg's run-time version." },
+    { "_define_bench_op", py_define_bench_op, METH_NOARGS,
+      "_define_bench_op() -> str\n"
+      "Define _opreg_bench::rms_norm, whose CPU kernel does nothing (benchmarks)." },
     { NULL, NULL, 0, NULL },
 };
 
