@@ -247,7 +247,7 @@ static int frame_keep(struct frame *f, PyObject *o) {
 
 static void frame_release(struct frame *f) {
     for (int i = 0; i < f->ninline; i++)
-        opreg__py_tensor_release(&f->inline_slots[i]);
+        if (f->inline_slots[i].capsule) opreg__py_tensor_release(&f->inline_slots[i]);
     while (f->blocks) {
         struct slot_block *b = f->blocks;
         for (int i = 0; i < b->used; i++)
