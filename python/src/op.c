@@ -374,20 +374,16 @@ static int to_device(PyObject *o, DLDevice *out) {
     return st == OPREG_OK ? 0 : -1;
 }
 
-/* A sequence argument as a list or tuple; NULL (no exception) otherwise. */
-static Py_ssize_t seq_len(PyObject *o) {
-    if (PyList_Check(o)) return PyList_Size(o);
-    if (PyTuple_Check(o)) return PyTuple_Size(o);
-    return -1;
-}
-
-static PyObject *seq_item(PyObject *o, Py_ssize_t i) {
-    return PyList_Check(o) ? PyList_GetItem(o, i) : PyTuple_GetItem(o, i);
-}
-
 static int to_list(struct frame *f, const struct arg_plan *a, PyObject *o, const opreg__py_where *w,
                    opreg_value *v) {
-    Py_ssize_t n = seq_len(o);
+    /* A list is copied into a tuple held until the call returns: converting
+     * an item may run Python code (a producer's __dlpack__), which must not
+     * be able to drop the other items from under the call. */
+    if (PyList_Check(o)) {
+        o = PyList_AsTuple(o);
+        if (!o || frame_keep(f, o) < 0) return -1;
+    }
+    Py_ssize_t n = PyTuple_Check(o) ? PyTuple_Size(o) : -1;
     int64_t one_int = 0;
     double one_float = 0;
     bool one_bool = false;
@@ -410,7 +406,7 @@ static int to_list(struct frame *f, const struct arg_plan *a, PyObject *o, const
         if (!items) return -1;
         bool any_readonly = false;
         for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *x = seq_item(o, i);
+            PyObject *x = PyTuple_GetItem(o, i);
             iw.item = (int)i;
             if (x == Py_None && a->elem_optional) {
                 items[i] = NULL;
@@ -427,7 +423,7 @@ static int to_list(struct frame *f, const struct arg_plan *a, PyObject *o, const
     void *items = frame_alloc(f, 8 * (size_t)n);
     if (!items) return -1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *x = single ? NULL : seq_item(o, i);
+        PyObject *x = single ? NULL : PyTuple_GetItem(o, i);
         int rc = 0;
         iw.item = (int)i;
         if (a->kind == K_INT_LIST) {
