@@ -28,10 +28,16 @@ if [ -z "$py" ]; then
   exit 77
 fi
 echo "interpreter: $py ($("$py" -c 'import sys; print(sys.version.split()[0])'))"
-if [ "${OPREG_TEST_PIP:-1}" != 0 ] && [ "$version" != system ] &&
+# A failed pip run (no network) is remembered in the build tree, so the other
+# interpreters' tests do not wait for it again.
+nopip=$pkg/.pip-failed
+if [ "${OPREG_TEST_PIP:-1}" != 0 ] && [ "$version" != system ] && [ ! -e "$nopip" ] &&
    ! "$py" -c 'import numpy' >/dev/null 2>&1; then
   echo "numpy is missing: installing it with pip (best effort)"
-  timeout 240 "$py" -m pip install --quiet --disable-pip-version-check numpy >/dev/null 2>&1 ||
+  if ! timeout 180 "$py" -m pip install --quiet --disable-pip-version-check --no-input \
+       --timeout 15 --retries 1 numpy >/dev/null 2>&1; then
     echo "pip could not install numpy: testing without it"
+    : >"$nopip" 2>/dev/null
+  fi
 fi
 PYTHONPATH=$pkg PYTHONDONTWRITEBYTECODE=1 exec "$py" "$test"
