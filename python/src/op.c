@@ -465,6 +465,20 @@ static int convert(struct frame *f, const struct arg_plan *a, PyObject *o, const
                    opreg_value *v) {
     int rc = -1;
     v->flags = 0;
+    /* Tensors and floats first, by plain branches: a switch's indirect jump
+     * over an op's mixed argument kinds mispredicts. */
+    if (a->kind == K_TENSOR && o != Py_None) {
+        bool ro = false;
+        if (to_tensor(f, o, w, &v->u.tensor, &ro) < 0) return -1;
+        v->kind = OPREG_VALUE_TENSOR;
+        v->flags = ro ? OPREG_VALUE_READONLY : 0;
+        return 0;
+    }
+    if (a->kind == K_FLOAT && PyFloat_Check(o)) {
+        v->kind = OPREG_VALUE_FLOAT;
+        v->u.f = PyFloat_AsDouble(o);
+        return 0;
+    }
     if (o == Py_None && (a->optional || a->kind == K_UNSUPPORTED)) {
         *v = opreg_none(); /* an unsupported type: opreg says so, or a None it accepts */
         return 0;
