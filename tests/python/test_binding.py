@@ -322,6 +322,26 @@ if np is not None:
         op(out, x, w, 1e-6)
         op(out.view(Sub), x, w, 1e-6)
     check(sys.getrefcount(x) <= 3 and sys.getrefcount(out) <= 3, "no references kept")
+    # large calls let other threads run (the lock is released): each thread's
+    # results stay its own
+    import threading
+    big_x = [rng.standard_normal((64, 1024)).astype(np.float32) for _ in range(3)]
+    big_w = np.ones(1024, np.float32)
+    results = [None] * 3
+
+    def worker(i):
+        o = np.zeros_like(big_x[i])
+        for _ in range(20):
+            op(o, big_x[i], big_w, 1e-6)
+        results[i] = o
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(all(np.allclose(results[i], ref_np(big_x[i], big_w), rtol=1e-5, atol=1e-6)
+              for i in range(3)), "calls from three threads")
     # int arrays and numpy ints
     T, K, E, BS = 4, 3, 4, 4
     topk = np.array([[2, 3, 0], [1, 2, 0], [1, 3, 0], [1, 2, 3]], np.int32)
