@@ -14,7 +14,7 @@
 #include <string.h>
 
 #define REPEATS 5
-#define ITERS   20
+#define ITERS   20 /* calls a timed run */
 
 static const struct cuda_case {
     const char *name, *op;
@@ -191,5 +191,19 @@ int bench_ops_cuda(const struct bench_ctx *ctx) {
                    gbs, copy > 0 ? gbs / copy : 0, bytes >> 20);
         fflush(stdout);
     }
+    /* Launch-bound: one small row, so the time a call is the host's cost of
+     * dispatch, checks and launch (compare with `opreg bench dispatch`). */
+    static const struct cuda_case small = {
+        "rms_norm_small_bf16", "_C::rms_norm", OPREG_DTYPE_BF16, "tokens=1,hidden=128", { 0 }
+    };
+    size_t bytes = 0;
+    double secs = time_case(ctx, &small, dev, &bytes);
+    if (ctx->progress) fputs("\r\033[K", stderr);
+    if (secs == 0) rc = 1;
+    if (ctx->json)
+        printf("{\"suite\":\"ops\",\"device\":\"%s\",\"case\":\"%s\",\"us_per_call\":%.3f}\n",
+               ctx->device, small.name, secs * 1e6);
+    else
+        printf("ops     %-32s %8.3f us a call (launch-bound)\n", small.name, secs * 1e6);
     return rc;
 }
