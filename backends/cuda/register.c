@@ -59,10 +59,21 @@ static opreg_status chk_cuda(const char *op, const char *arg, const opreg_tensor
 OPREG__CATALOGUE_OPS(CHECK_FN)
 #undef CHECK_FN
 
+/* The backend is available (a driver and a device): tensors that claim to
+ * be in CUDA memory on a machine without a GPU are refused with the reason. */
+static opreg_status chk_available(const char *op) {
+    char why[256];
+    if (opreg_key_is_available(OPREG_KEY_CUDA, NULL, 0)) return OPREG_OK;
+    (void)opreg_key_is_available(OPREG_KEY_CUDA, why, sizeof why);
+    return opreg__fail(OPREG_ERR_BACKEND_UNAVAILABLE, "%s: the CUDA backend is unavailable: %s", op,
+                       why);
+}
+
 /* Run @p body(args, stream) on device @p dev with its current stream. */
 static opreg_status on_device(const char *op, const opreg_tensor *dev, const opreg_value *args,
                               opreg_status (*body)(const opreg_value *args, void *stream)) {
     int prev, id = dev->device.device_id;
+    OPREG__TRY(chk_available(op));
     OPREG__TRY(opreg__cuda_enter(id, &prev, op));
     opreg_status st = body(args, opreg__cuda_current_stream(id));
     opreg__cuda_leave(id, prev);
@@ -362,6 +373,7 @@ static opreg_status cuda_linear(void *context, const opreg_op *o, const opreg_va
     (void)context, (void)o;
     OPREG__TRY(opreg__check_linear(TS(0), TS(1), OT(2), NULL, NULL, NULL));
     OPREG__TRY(chk_cuda(op, "input", TS(0)));
+    OPREG__TRY(chk_available(op));
     id = TS(0)->device.device_id;
     OPREG__TRY(opreg__cuda_enter(id, &prev, op));
     opreg_status st = opreg__linear_into_new(rets, args, TS(0)->device, linear_kernel);

@@ -81,6 +81,25 @@ TEST(without_a_device_everything_says_so) {
     CHECK_EQ_INT(opreg_tensor_empty(&t, cuda0, OPREG_DTYPE_F32, 1, &n),
                  OPREG_ERR_BACKEND_UNAVAILABLE);
     CHECK(t == NULL);
+#ifdef OPREG_HAVE_CUDA
+    /* tensors that claim to be on the GPU reach the CUDA kernel, which
+     * refuses them after the checks, before touching CUDA */
+    float x[4] = { 1, 2, 3, 4 }, y[4], w[4] = { 1, 1, 1, 1 };
+    int64_t shape[1] = { 4 };
+    DLTensor tx = { x, cuda0, 1, { kDLFloat, 32, 1 }, shape, NULL, 0 };
+    DLTensor ty = tx, tw = tx;
+    ty.data = y, tw.data = w;
+    const opreg_op *op;
+    CHECK_EQ_INT(opreg_op_find(&op, reg, "_C::rms_norm"), OPREG_OK);
+    opreg_value args[4] = { opreg_tensor_value(&ty), opreg_tensor_value(&tx),
+                            opreg_tensor_value(&tw), opreg_float_value(1e-6) };
+    CHECK_EQ_INT(opreg_call_boxed(op, args, 4, NULL, 0, NULL, 0), OPREG_ERR_BACKEND_UNAVAILABLE);
+    CHECK_CONTAINS(opreg_last_error(),
+                   "_C::rms_norm: the CUDA backend is unavailable: no CUDA device is present");
+    tw.dtype.bits = 64; /* a bad dtype is refused by the shared checks first */
+    CHECK_EQ_INT(opreg_call_boxed(op, args, 4, NULL, 0, NULL, 0), OPREG_ERR_SHAPE);
+    CHECK_CONTAINS(opreg_last_error(), "_C::rms_norm: argument 'weight'");
+#endif
 }
 
 TEST(memory_copies_and_a_returned_tensor) {
