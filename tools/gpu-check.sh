@@ -36,7 +36,7 @@ step() {
   local t; t=$(left)
   [ "$t" -gt "$cap" ] && t=$cap
   if [ "$t" -le 5 ]; then
-    rows+=("$(printf '%-28s %-8s %s' "$name" "SKIPPED" "out of time")"); status=1; return 1
+    rows+=("$(printf '%-28s %-11s %s' "$name" "SKIPPED" "out of time")"); status=1; return 1
   fi
   local t0=$SECONDS out="$build/step-${name// /_}.log"
   log "==== $name (timeout ${t}s)"
@@ -46,7 +46,7 @@ step() {
   local verdict=ok
   [ $rc -eq 124 ] && verdict=TIMEOUT
   [ $rc -ne 0 ] && [ $rc -ne 124 ] && verdict="FAILED($rc)"
-  rows+=("$(printf '%-28s %-8s %4ds' "$name" "$verdict" $((SECONDS - t0)))")
+  rows+=("$(printf '%-28s %-11s %4ds' "$name" "$verdict" $((SECONDS - t0)))")
   [ $rc -eq 0 ] || status=1
   return $rc
 }
@@ -66,17 +66,23 @@ built=$?
 
 if [ $built -eq 0 ]; then
   step "ctest -L cuda" 150 ctest --test-dir "$build" -L cuda --output-on-failure -j4
-  sanitizer=$(command -v compute-sanitizer || echo "$cuda_home/bin/compute-sanitizer")
-  memcheck() {
-    local rc=0
+  OPREG_SANITIZER=$(command -v compute-sanitizer || true)
+  for c in "$cuda_home/bin/compute-sanitizer" "$cuda_home/compute-sanitizer/compute-sanitizer"; do
+    [ -z "$OPREG_SANITIZER" ] && [ -x "$c" ] && OPREG_SANITIZER=$c
+  done
+  export OPREG_SANITIZER
+  export OPREG_GPU_BUILD=$build
+  # shellcheck disable=SC2016
+  step "memcheck (cuda tests)" 200 bash -c '
+    [ -n "$OPREG_SANITIZER" ] || { echo "compute-sanitizer not found (CUDA_HOME?)"; exit 127; }
+    rc=0
     for t in test_cuda_backend test_cuda_ops test_cuda_bad_inputs; do
       echo "---- $t"
-      "$sanitizer" --tool memcheck --error-exitcode 99 --leak-check no \
-        "$build/tests/cuda/$t" || rc=1
+      "$OPREG_SANITIZER" --tool memcheck --error-exitcode 99 --leak-check no \
+        "$OPREG_GPU_BUILD/tests/cuda/$t" || rc=1
     done
-    return $rc
-  }
-  step "memcheck (cuda tests)" 200 memcheck
+    exit $rc'
+
   step "bench ops --device cuda" 120 bash -c \
     "'$build/tools/opreg' bench --json ops --device cuda > '$build/bench-cuda.json'"
 fi
