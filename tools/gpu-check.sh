@@ -65,13 +65,23 @@ step "build" 300 cmake --build "$build" -j"$jobs" --target opreg_tool test_cuda_
 built=$?
 
 if [ $built -eq 0 ]; then
-  step "ctest -L cuda" 150 ctest --test-dir "$build" -L cuda --output-on-failure -j4
+  export OPREG_GPU_BUILD=$build
+  # A skipped test means no device was seen: a failure on a GPU machine.
+  # shellcheck disable=SC2016
+  step "ctest -L cuda" 150 bash -c '
+    ctest --test-dir "$OPREG_GPU_BUILD" -L cuda --output-on-failure -j4 |
+      tee "$OPREG_GPU_BUILD/ctest-cuda.log"
+    rc=${PIPESTATUS[0]}
+    if grep -q "(Skipped)" "$OPREG_GPU_BUILD/ctest-cuda.log"; then
+      echo "a cuda test was skipped: no CUDA device was seen"
+      exit 3
+    fi
+    exit $rc'
   OPREG_SANITIZER=$(command -v compute-sanitizer || true)
   for c in "$cuda_home/bin/compute-sanitizer" "$cuda_home/compute-sanitizer/compute-sanitizer"; do
     [ -z "$OPREG_SANITIZER" ] && [ -x "$c" ] && OPREG_SANITIZER=$c
   done
   export OPREG_SANITIZER
-  export OPREG_GPU_BUILD=$build
   # shellcheck disable=SC2016
   step "memcheck (cuda tests)" 200 bash -c '
     [ -n "$OPREG_SANITIZER" ] || { echo "compute-sanitizer not found (CUDA_HOME?)"; exit 127; }
