@@ -39,8 +39,15 @@ opreg_status opreg__cuda_enter(int device, int *prev, const char *op) {
     return opreg__cuda_status((int)cudaSetDevice(device), op, "cudaSetDevice");
 }
 
+/* Restoring the caller's device cannot fail the op that already ran; a
+ * failure is logged. */
 void opreg__cuda_leave(int device, int prev) {
-    if (prev != device) (void)cudaSetDevice(prev);
+    cudaError_t e;
+    if (prev == device) return;
+    e = cudaSetDevice(prev);
+    if (e != cudaSuccess)
+        opreg__log(OPREG_LOG_WARN, "cuda: restoring device %d: cudaSetDevice: %s: %s", prev,
+                   cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
 /* ---- the table ---- */
@@ -94,7 +101,10 @@ static void cuda_free(void *context, void *ptr, size_t bytes, int device_id) {
     int prev;
     (void)context, (void)bytes;
     if (!ptr || opreg__cuda_enter(device_id, &prev, "cuda allocator") != OPREG_OK) return;
-    (void)cudaFreeAsync(ptr, (cudaStream_t)opreg__cuda_current_stream(device_id));
+    cudaError_t e = cudaFreeAsync(ptr, (cudaStream_t)opreg__cuda_current_stream(device_id));
+    if (e != cudaSuccess) /* free cannot return a status: log it */
+        opreg__log(OPREG_LOG_WARN, "cuda allocator: cudaFreeAsync: %s: %s", cudaGetErrorName(e),
+                   cudaGetErrorString(e));
     opreg__cuda_leave(device_id, prev);
 }
 
