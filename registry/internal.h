@@ -252,6 +252,8 @@ extern _Atomic(int8_t) opreg__devmap[64];
 /* Bit k: key k's backend is available. */
 extern _Atomic uint32_t opreg__avail_mask;
 int32_t opreg__key_of_type_slow(int32_t device_type);
+/* Attach the built-in backends that attach themselves on first need (CUDA). */
+void opreg__keys_init(void);
 
 static inline int32_t opreg__key_of_type(int32_t device_type) {
     if ((uint32_t)device_type < 64u) {

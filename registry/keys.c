@@ -10,6 +10,9 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/meta/meta_backend.h"
+#ifdef OPREG_HAVE_CUDA
+#include "backends/cuda/cuda_internal.h"
+#endif
 
 #include <stdio.h>
 #include <string.h>
@@ -42,7 +45,7 @@ struct key_slot {
     char display[32];
     _Atomic(const opreg_backend *) backend;
     opreg_backend copy; /* plugin and attached tables live here */
-    char why[160];      /* why it is unavailable */
+    char why[256];      /* why it is unavailable */
 };
 
 static struct key_slot keys[OPREG_MAX_KEYS] = {
@@ -198,12 +201,23 @@ opreg_dispatch_key opreg_key_of_device(DLDevice device) {
     return k == OPREG__KEY_UNKNOWN ? OPREG_KEY_NONE : k;
 }
 
+/* The CUDA backend attaches its table on first need: here, for the queries
+ * that a program may make before it creates a registry, and when a registry
+ * is created (opreg_registry_create). */
+void opreg__keys_init(void) {
+#ifdef OPREG_HAVE_CUDA
+    opreg__cuda_attach();
+#endif
+}
+
 const opreg_backend *opreg_key_backend(opreg_dispatch_key key) {
+    opreg__keys_init();
     if (key < 0 || key >= opreg_key_count()) return NULL;
     return atomic_load_explicit(&keys[key].backend, memory_order_acquire);
 }
 
 bool opreg_key_is_available(opreg_dispatch_key key, char *why, size_t cap) {
+    opreg__keys_init();
     if (key < 0 || key >= opreg_key_count()) {
         if (why && cap) snprintf(why, cap, "no such dispatch key %d", (int)key);
         return false;

@@ -85,7 +85,7 @@ static bool explain_key(opreg_support_info *out, const struct opreg_op *op,
                         const struct opreg__table *t, int32_t k) {
     out->key = k;
     out->kind = (opreg_kernel_kind)t->e[k].kind;
-    char why[160];
+    char why[256];
     if (!opreg_key_is_available(k, why, sizeof why)) {
         out->reason = OPREG_SUPPORT_BACKEND_UNAVAILABLE;
         snprintf(out->message, sizeof out->message,

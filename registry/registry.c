@@ -15,7 +15,16 @@
     X(opreg_library_init__C)                                                                       \
     X(opreg_library_impl_init__C_REFERENCE)                                                        \
     X(opreg_library_impl_init__C_META)                                                             \
-    X(opreg_library_impl_init__C_CPU)
+    X(opreg_library_impl_init__C_CPU)                                                              \
+    OPREG_BUILTIN_CUDA_LIBRARIES(X)
+
+/* The CUDA kernels of the catalogue, when the CUDA backend is built
+ * (OPREG_HAVE_CUDA, set by CMake when nvcc is found). */
+#ifdef OPREG_HAVE_CUDA
+#define OPREG_BUILTIN_CUDA_LIBRARIES(X) X(opreg_library_impl_init__C_CUDA)
+#else
+#define OPREG_BUILTIN_CUDA_LIBRARIES(X)
+#endif
 
 #define X(init)                  OPREG_DECLARE_INIT(init);
 #define OPREG_DECLARE_INIT(init) opreg_status init(opreg_registry *reg, opreg_library **out)
@@ -60,6 +69,7 @@ static void run_retired(struct opreg__retired *r) {
 opreg_status opreg_registry_create(opreg_registry **out) {
     if (!out) return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_registry_create: out is NULL");
     *out = NULL;
+    opreg__keys_init();
     struct opreg_registry *reg = calloc(1, sizeof *reg);
     struct opreg__names *names = calloc(1, sizeof *names + 64 * sizeof(struct opreg__slot));
     struct opreg__opvec *ops = calloc(1, sizeof *ops + 64 * sizeof(struct opreg_op *));

@@ -13,6 +13,7 @@ struct bench_ctx {
     bool json;              /* print JSON lines instead of text */
     bool progress;          /* print progress lines on stderr (set when stderr is a terminal) */
     const char *corpus_dir; /* folder of the schema corpus, or NULL */
+    const char *device;     /* --device: NULL or "cpu", or "cuda" (the ops suite only) */
 };
 
 /* Monotonic clock in nanoseconds. */
@@ -33,5 +34,9 @@ void bench_progress(const struct bench_ctx *ctx, const char *fmt, ...);
 #define X(name, summary) int bench_##name(const struct bench_ctx *ctx);
 OPREG_BENCH_SUITES(X)
 #undef X
+
+/* The ops suite on a CUDA device (bench_ops_cuda.c): the memory-bound ops'
+ * GB/s beside a device-to-device copy. Returns 1 when no device is present. */
+int bench_ops_cuda(const struct bench_ctx *ctx);
 
 #endif

@@ -227,6 +227,7 @@ static void gemm_cases(const struct bench_ctx *ctx) {
 }
 
 int bench_ops(const struct bench_ctx *ctx) {
+    if (ctx->device && strncmp(ctx->device, "cuda", 4) == 0) return bench_ops_cuda(ctx);
     if (!opreg_registry_default()) {
         fprintf(stderr, "opreg bench ops: %s\n", opreg_last_error());
         return 1;

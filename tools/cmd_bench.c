@@ -39,12 +39,15 @@ void bench_progress(const struct bench_ctx *ctx, const char *fmt, ...) {
 }
 
 static void help(void) {
-    printf("usage: opreg bench [--json] [--corpus DIR] [SUITE...]\n\n"
+    printf("usage: opreg bench [--json] [--corpus DIR] [--device cpu|cuda] [SUITE...]\n\n"
            "Runs the named benchmark suites, or all of them. Each case prints one line;\n"
            "with --json, one JSON object per line ({\"suite\":...,\"case\":...,...}).\n"
            "A progress line is shown on stderr when it is a terminal.\n\n"
            "  --corpus DIR  folder of the schema corpus (default: $OPREG_CORPUS_DIR,\n"
-           "                then ../shared/corpus and the paths the build knows)\n\nsuites:\n");
+           "                then ../shared/corpus and the paths the build knows)\n"
+           "  --device D    where the ops suite runs: cpu (default), or cuda (cuda:N): the\n"
+           "                memory-bound ops' GB/s beside a device-to-device copy; without\n"
+           "                a CUDA device it says so and the suite fails (exit 1)\n\nsuites:\n");
     for (size_t i = 0; i < NSUITES; i++)
         printf("  %-10s %s\n", suites[i].name, suites[i].summary);
     printf("\nexit codes: 0 all suites ran, 1 a suite could not run, 2 usage error\n");
@@ -69,7 +72,9 @@ int cmd_bench(int argc, char **argv) {
         help();
         return 0;
     }
-    struct bench_ctx ctx = { .json = false, .progress = isatty(2) != 0, .corpus_dir = NULL };
+    struct bench_ctx ctx = {
+        .json = false, .progress = isatty(2) != 0, .corpus_dir = NULL, .device = NULL
+    };
     const char *corpus = NULL;
     bool selected[NSUITES] = { false };
     bool any = false;
@@ -78,6 +83,12 @@ int cmd_bench(int argc, char **argv) {
             ctx.json = true;
         } else if (strcmp(argv[i], "--corpus") == 0 && i + 1 < argc) {
             corpus = argv[++i];
+        } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+            ctx.device = argv[++i];
+            if (strcmp(ctx.device, "cpu") != 0 && strncmp(ctx.device, "cuda", 4) != 0) {
+                fprintf(stderr, "opreg bench: --device takes cpu or cuda, not '%s'\n", ctx.device);
+                return 2;
+            }
         } else {
             size_t k = 0;
             while (k < NSUITES && strcmp(argv[i], suites[k].name) != 0)

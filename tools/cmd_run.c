@@ -17,8 +17,9 @@ static void help(void) {
            "                [--seed S] [--json] [--row]\n\n"
            "Runs op NAME (\"rms_norm\" or \"_C::rms_norm\") of the default registry on seeded\n"
            "random inputs, built on the CPU, with the kernel that dispatch by device picks\n"
-           "(--device cpu, the default) or with the Reference key (--device reference), and\n"
-           "again with the Reference key; compares every written argument (Tensor!) and\n"
+           "(--device cpu, the default; --device cuda copies the inputs to the GPU and the\n"
+           "results back) or with the Reference key (--device reference), and again with\n"
+           "the Reference key; compares every written argument (Tensor!) and\n"
            "every returned tensor; prints the max absolute and relative error, whether it\n"
            "is within tolerance, and the median time per call of N calls (default 10).\n\n"
            "--dtype    f32 (default), f16 or bf16 for the op's float data; the output dtype\n"
@@ -33,7 +34,8 @@ static void help(void) {
            "           f32 atol 1e-5 rtol 1e-4; f16 atol 1e-3 rtol 2e-3; bf16 atol 8e-3\n"
            "           rtol 1.6e-2; fp8 one ulp; int8 one step; int32/int64 exact\n\n"
            "exit codes: 0 within tolerance, 1 not within tolerance, or the op is not\n"
-           "supported on the device (the reason is printed), or a kernel failed;\n"
+           "supported on the device (the reason is printed: with --device cuda on a\n"
+           "machine without a GPU, that no CUDA device is present), or a kernel failed;\n"
            "2 usage error\n");
 }
 
@@ -108,11 +110,20 @@ static opreg_status call(const opreg_op *op, opreg_dispatch_key key, op_inputs *
                                 op_inputs_rets(in), op_inputs_nrets(in));
 }
 
+/* The tensor arguments that stay in host memory when the inputs go to a
+ * CUDA device: swap_blocks' src (so the run copies host to device) and its
+ * block_mapping (which the op takes on the host). */
+static uint32_t host_args_of(const opreg_op *op) {
+    return strcmp(opreg_op_name(op), "_C::swap_blocks") == 0 ? (1u << 0) | (1u << 2) : 0;
+}
+
 /* The median time of @p iters calls on a copy of @p base, in microseconds. */
 static opreg_status time_calls(double *out, const opreg_op *op, opreg_dispatch_key key,
-                               const op_inputs *base, long iters) {
+                               const op_inputs *base, long iters, DLDevice device) {
     op_inputs *in;
-    opreg_status st = op_inputs_clone(&in, base);
+    bool cuda = device.device_type == kDLCUDA;
+    opreg_status st = cuda ? op_inputs_to_device(&in, base, device, host_args_of(op))
+                           : op_inputs_clone(&in, base);
     double *t = malloc((size_t)iters * sizeof *t);
     if (st != OPREG_OK || !t) {
         op_inputs_free(in);
@@ -123,6 +134,7 @@ static opreg_status time_calls(double *out, const opreg_op *op, opreg_dispatch_k
         op_inputs_clear_rets(in);
         double t0 = now_us();
         st = call(op, key, in);
+        if (st == OPREG_OK && cuda) st = opreg_cuda_synchronize(device.device_id);
         t[i] = now_us() - t0;
     }
     qsort(t, (size_t)iters, sizeof *t, cmp_double);
@@ -142,6 +154,7 @@ struct run_report {
     op_shape shape;
     const opreg_op *op;
     opreg_dispatch_key key, call_key; /* call_key NONE: dispatch by device */
+    DLDevice device_value;            /* the --device (cpu for reference) */
     opreg_kernel_kind kind;
     op_diff diff;
     double us, ref_us;
@@ -282,18 +295,34 @@ static int run_resolve(struct run_report *r) {
             snprintf(r->reason, sizeof r->reason, "%s", info.message);
             return 0;
         }
-        if (device.device_type != kDLCPU) {
+        if (device.device_type != kDLCPU && device.device_type != kDLCUDA) {
             r->supported = false;
             snprintf(r->reason, sizeof r->reason,
-                     "opreg run builds its inputs in CPU memory; only cpu and reference run");
+                     "opreg run builds its inputs in CPU memory and copies them to cuda only; "
+                     "cpu, cuda and reference run");
             return 0;
         }
+        r->device_value = device;
     }
     if (r->supported && opreg_op_kernel_kind(r->op, OPREG_KEY_REFERENCE) == OPREG_KERNEL_NONE) {
         r->supported = false;
         snprintf(r->reason, sizeof r->reason, "no Reference kernel to run or compare with");
     }
     return 0;
+}
+
+/* The checked call on the device: on the CPU, @p in itself; on a CUDA
+ * device, a copy of it made there, whose results are copied back into
+ * @p in for the comparison. */
+static opreg_status call_on(const struct run_report *r, op_inputs *in) {
+    if (r->call_key != OPREG_KEY_NONE || r->device_value.device_type != kDLCUDA)
+        return call(r->op, r->call_key, in);
+    op_inputs *dev = NULL;
+    opreg_status st = op_inputs_to_device(&dev, in, r->device_value, host_args_of(r->op));
+    if (st == OPREG_OK) st = call(r->op, r->call_key, dev);
+    if (st == OPREG_OK) st = op_inputs_fetch(in, dev, r->device_value.device_id);
+    op_inputs_free(dev);
+    return st;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -345,10 +374,11 @@ int cmd_run(int argc, char **argv) {
         if (st != OPREG_OK)
             snprintf(r.failure, sizeof r.failure, "the reference kernel failed: %s: %s",
                      opreg_status_name(st), opreg_last_error());
-        else if ((st = call(r.op, r.call_key, dev)) != OPREG_OK)
+        else if ((st = call_on(&r, dev)) != OPREG_OK)
             snprintf(r.failure, sizeof r.failure, "the %s kernel failed: %s: %s", r.device,
                      opreg_status_name(st), opreg_last_error());
-        else if ((st = time_calls(&r.us, r.op, r.call_key, base, o.iters)) != OPREG_OK)
+        else if ((st = time_calls(&r.us, r.op, r.call_key, base, o.iters, r.device_value)) !=
+                 OPREG_OK)
             snprintf(r.failure, sizeof r.failure, "a timed call failed: %s: %s",
                      opreg_status_name(st), opreg_last_error());
         else

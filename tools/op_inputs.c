@@ -385,6 +385,110 @@ opreg_status op_inputs_clone(op_inputs **out, const op_inputs *src) {
     return OPREG_OK;
 }
 
+static bool on_host(const DLTensor *t) {
+    return t->device.device_type == kDLCPU || t->device.device_type == kDLCUDAHost;
+}
+
+/* Copy @p bytes between any two of host and CUDA memory; CUDA copies are
+ * enqueued on the current stream of @p cuda_id. */
+static opreg_status copy_bytes(void *dst, bool dst_host, const void *src, bool src_host,
+                               size_t bytes, int cuda_id) {
+    if (dst_host && src_host) {
+        if (bytes) memcpy(dst, src, bytes);
+        return OPREG_OK;
+    }
+    return opreg_cuda_memcpy(dst, src, bytes, cuda_id);
+}
+
+/* Whether base tensor @p i of @p src is an argument in @p host_args. */
+static bool pinned_to_host(const op_inputs *src, size_t i, uint32_t host_args) {
+    for (size_t a = 0; a < src->nargs && a < 32; a++)
+        if ((host_args >> a) & 1u && src->args[a].kind == OPREG_VALUE_TENSOR &&
+            src->args[a].u.tensor == src->view[i])
+            return true;
+    return false;
+}
+
+opreg_status op_inputs_to_device(op_inputs **out, const op_inputs *src, DLDevice device,
+                                 uint32_t host_args) {
+    op_inputs *d = calloc(1, sizeof *d);
+    opreg_status st = OPREG_OK;
+    int cuda_id = device.device_type == kDLCPU ? 0 : device.device_id;
+    *out = NULL;
+    if (!d) return OPREG_ERR_OUT_OF_MEMORY;
+    memcpy(d, src, sizeof *d);
+    d->ntensors = 0;
+    memset(d->rets, 0, sizeof d->rets);
+    for (size_t i = 0; i < src->ntensors && st == OPREG_OK; i++) {
+        const DLTensor *sb = src->base[i], *sv = src->view[i];
+        DLTensor *nb = NULL, *nv = NULL;
+        DLDevice where = device;
+        if (pinned_to_host(src, i, host_args)) where.device_type = kDLCPU, where.device_id = 0;
+        st = opreg_tensor_empty(&nb, where, opb_dtype_of(sb), sb->ndim, sb->shape);
+        if (st != OPREG_OK) break;
+        st = copy_bytes(nb->data, on_host(nb), (const char *)sb->data + sb->byte_offset,
+                        on_host(sb), opreg_tensor_nbytes(sb), cuda_id);
+        nv = nb;
+        if (st == OPREG_OK && sv != sb)
+            st = opreg_tensor_view(&nv, nb, sv->ndim, sv->shape, sv->strides,
+                                   sv->byte_offset - sb->byte_offset);
+        if (st != OPREG_OK) {
+            opreg_tensor_free(nb);
+            break;
+        }
+        d->base[i] = nb;
+        d->view[i] = nv;
+        d->ntensors++;
+    }
+    if (st != OPREG_OK) {
+        op_inputs_free(d);
+        return st;
+    }
+    for (size_t a = 0; a < d->nargs; a++) {
+        opreg_value *v = &d->args[a];
+        if (v->kind == OPREG_VALUE_TENSOR) {
+            v->u.tensor = remap(src, d, v->u.tensor);
+        } else if (v->kind == OPREG_VALUE_TENSOR_LIST) {
+            for (size_t k = 0; k < v->u.tensors.len; k++)
+                d->lists[a][k] = remap(src, d, src->lists[a][k]);
+            v->u.tensors.items = d->lists[a];
+        } else if (v->kind == OPREG_VALUE_STR) {
+            v->u.s.ptr = d->strs[a];
+        }
+    }
+    *out = d;
+    return OPREG_OK;
+}
+
+opreg_status op_inputs_fetch(op_inputs *host, const op_inputs *dev, int cuda_id) {
+    opreg_status st = OPREG_OK;
+    for (size_t i = 0; i < dev->ntensors && i < host->ntensors && st == OPREG_OK; i++) {
+        const DLTensor *s = dev->base[i];
+        DLTensor *t = host->base[i];
+        st = copy_bytes((char *)t->data + t->byte_offset, on_host(t),
+                        (const char *)s->data + s->byte_offset, on_host(s), opreg_tensor_nbytes(s),
+                        cuda_id);
+    }
+    op_inputs_clear_rets(host);
+    for (size_t r = 0; r < MAX_RETS && st == OPREG_OK; r++) {
+        const opreg_value *v = &dev->rets[r];
+        DLTensor *t = NULL;
+        if (v->kind != OPREG_VALUE_TENSOR) {
+            host->rets[r] = *v;
+            continue;
+        }
+        const DLTensor *s = v->u.tensor;
+        st = opreg_tensor_empty_cpu(&t, opb_dtype_of(s), s->ndim, s->shape);
+        if (st == OPREG_OK) {
+            host->rets[r] = opreg_tensor_value(t);
+            st = copy_bytes(t->data, true, (const char *)s->data + s->byte_offset, on_host(s),
+                            opreg_tensor_nbytes(s), cuda_id);
+        }
+    }
+    if (st == OPREG_OK) st = opreg_cuda_synchronize(cuda_id);
+    return st;
+}
+
 void op_inputs_clear_rets(op_inputs *in) {
     for (size_t r = 0; r < MAX_RETS; r++) {
         if (in->rets[r].kind == OPREG_VALUE_TENSOR) opreg_tensor_free(in->rets[r].u.tensor);

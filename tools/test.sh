@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The second of the README's two commands, and what CI runs (.ci/run):
 #   0. check that the sources are formatted (clang-format);
-#   1. build with -Werror and run the whole CTest suite;
+#   1. build with -Werror and run the whole CTest suite (the CUDA backend is
+#      built when nvcc is found; its tests skip without a GPU);
 #   2. build with ASan+UBSan and run the suite again;
 #   3. build with TSan and run the tests labelled 'threads';
 #   4. when clang is present, run the parser's libFuzzer target for 60 s.
@@ -52,7 +53,7 @@ bash tools/deps.sh || exit 1
 
 step "formatting (clang-format, the repository's .clang-format)"
 if command -v clang-format >/dev/null 2>&1; then
-  files=$(git ls-files '*.c' '*.h' 2>/dev/null || find . -path ./build\* -prune -o \( -name '*.c' -o -name '*.h' \) -print)
+  files=$(git ls-files '*.c' '*.h' '*.cu' '*.cuh' 2>/dev/null || find . -path ./build\* -prune -o \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) -print)
   if clang-format --dry-run --Werror $files >format.log 2>&1; then
     echo "all $(echo "$files" | wc -w) files formatted"
     passed=$((passed + 1))

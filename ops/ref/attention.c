@@ -1,6 +1,7 @@
 /* Reference paged_attention_v1 (§3.7): exact softmax in double over the
  * L_s cached tokens of each sequence; an empty sequence gives zeros. fp8
  * caches are dequantised as fp8_value * kv_scale. */
+#include "ops/cache_layout.h"
 #include "ops/check/check.h"
 #include "ops/ops_internal.h"
 #include "ops/ref/ref.h"
@@ -66,8 +67,7 @@ opreg__ref_paged_attention_v1(const opreg_tensor *out, const opreg_tensor *query
                 int64_t blk = bt[s * max_blocks + j / bs], off = j % bs;
                 double dot = 0.0;
                 for (int64_t i = 0; i < d; i++) {
-                    int64_t k =
-                        (((blk * num_kv_heads + kvh) * (d / x) + i / x) * bs + off) * x + i % x;
+                    int64_t k = opreg__kcache_index(blk, kvh, num_kv_heads, i, d, x, off, bs);
                     dot += opreg__ld(q, qdt, i) *
                            cache_ld(opreg__ptr(key_cache), cdt, kind, k, kv_scale);
                 }
@@ -83,7 +83,8 @@ opreg__ref_paged_attention_v1(const opreg_tensor *out, const opreg_tensor *query
                 for (int64_t i = 0; i < d; i++)
                     acc[i] +=
                         p * cache_ld(opreg__ptr(value_cache), cdt, kind,
-                                     ((blk * num_kv_heads + kvh) * d + i) * bs + off, kv_scale);
+                                     opreg__vcache_index(blk, kvh, num_kv_heads, i, d, off, bs),
+                                     kv_scale);
             }
             for (int64_t i = 0; i < d; i++)
                 opreg__st(opreg__ptr(out), qdt, (s * hq + h) * d + i, l > 0 ? acc[i] / sum : 0.0);

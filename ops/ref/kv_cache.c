@@ -1,6 +1,7 @@
 /* Reference KV-cache ops (§3.4, §2.3). "auto" copies elements bit for bit;
  * the fp8 kinds store fp8(v / kv_scale) with the division in float and a
  * saturating cast (CUDA's __NV_SATFINITE), as vLLM's scaled_convert. */
+#include "ops/cache_layout.h"
 #include "ops/check/check.h"
 #include "ops/ops_internal.h"
 #include "ops/ref/ref.h"
@@ -49,8 +50,8 @@ opreg_status opreg__ref_reshape_and_cache(const opreg_tensor *key, const opreg_t
         for (int64_t hh = 0; hh < h; hh++)
             for (int64_t i = 0; i < d; i++) {
                 int64_t src = hh * d + i;
-                int64_t kdst = (((blk * h + hh) * (d / x) + i / x) * bs + off) * x + i % x;
-                int64_t vdst = ((blk * h + hh) * d + i) * bs + off;
+                int64_t kdst = opreg__kcache_index(blk, hh, h, i, d, x, off, bs);
+                int64_t vdst = opreg__vcache_index(blk, hh, h, i, d, off, bs);
                 put(opreg__ptr(key_cache), kdst, opreg__ptr(key), dt, t * ks + src, kind, es,
                     (float)kv_scale);
                 put(opreg__ptr(value_cache), vdst, opreg__ptr(value), dt, t * vs + src, kind, es,

@@ -6,9 +6,10 @@
  *      to [-128, 127], NaN -> 0 (PTX cvt.rni.sat.s8.f32). */
 #include "ops/check/check.h"
 #include "ops/ops_internal.h"
+#include "ops/quant_math.h"
 #include "ops/ref/ref.h"
 
-#define FP8_E4M3_MAX 448.0f
+#define FP8_E4M3_MAX OPREG__FP8_E4M3_MAX
 
 static void fp8_quant(const opreg_tensor *out, const opreg_tensor *input, float scale) {
     int dt = opreg__dtype_of(input);
@@ -16,18 +17,8 @@ static void fp8_quant(const opreg_tensor *out, const opreg_tensor *input, float 
     float inv = 1.0f / scale;
     uint8_t *o = opreg__ptr(out);
     for (int64_t i = 0; i < n; i++) {
-        float x = (float)opreg__ld(opreg__ptr(input), dt, i) * inv;
-        o[i] = opreg__f32_to_e4m3fn(fmaxf(-FP8_E4M3_MAX, fminf(x, FP8_E4M3_MAX)));
+        o[i] = opreg__fp8_quant_one((float)opreg__ld(opreg__ptr(input), dt, i) * inv);
     }
-}
-
-static int8_t to_int8_rne_sat(float x) {
-    float r;
-    if (isnan(x)) return 0;
-    r = nearbyintf(x); /* the default rounding mode: to nearest, ties to even */
-    if (r > 127.0f) return 127;
-    if (r < -128.0f) return -128;
-    return (int8_t)r;
 }
 
 opreg_status opreg__ref_static_scaled_fp8_quant(const opreg_tensor *out, const opreg_tensor *input,
@@ -69,7 +60,7 @@ opreg_status opreg__ref_static_scaled_int8_quant(const opreg_tensor *out, const 
     s = *(const float *)opreg__ptr(scale);
     o = opreg__ptr(out);
     for (int64_t i = 0; i < n; i++)
-        o[i] = to_int8_rne_sat((float)opreg__ld(opreg__ptr(input), dt, i) / s);
+        o[i] = opreg__int8_rne_sat((float)opreg__ld(opreg__ptr(input), dt, i) / s);
     return OPREG_OK;
 }
 
@@ -95,7 +86,7 @@ opreg_status opreg__ref_dynamic_scaled_int8_quant(const opreg_tensor *out,
             amax = fmaxf(amax, fabsf((float)opreg__ld(in, dt, r * h + i)));
         mult = 127.0f / amax;
         for (int64_t i = 0; i < h; i++)
-            o[r * h + i] = to_int8_rne_sat((float)opreg__ld(in, dt, r * h + i) * mult);
+            o[r * h + i] = opreg__int8_rne_sat((float)opreg__ld(in, dt, r * h + i) * mult);
         s[r] = amax / 127.0f;
     }
     return OPREG_OK;

@@ -28,7 +28,7 @@ void bench_progress(const struct bench_ctx *ctx, const char *fmt, ...) {
 }
 
 int main(int argc, char **argv) {
-    struct bench_ctx ctx = { false, isatty(2) != 0, NULL };
+    struct bench_ctx ctx = { false, isatty(2) != 0, NULL, NULL };
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--json") == 0) ctx.json = true;
     return bench_ops_gemm(&ctx);

@@ -1,5 +1,7 @@
 /* Tensors and dtypes: DLPack codes (fp8 and bool included), CPU and Meta
  * tensors, views, contiguity, device names. */
+#include <string.h>
+
 #include "reg_helpers.h"
 
 TEST(dtypes_map_to_dlpack_and_back) {
@@ -108,10 +110,13 @@ TEST(tensor_errors) {
     CHECK_STATUS(opreg_tensor_empty_cpu(&t, (opreg_dtype)99, 0, NULL), OPREG_ERR_INVALID_ARGUMENT);
     CHECK_CONTAINS(opreg_last_error(), "unknown dtype 99");
     DLDevice cuda = { kDLCUDA, 0 }, odd = { kDLVPI, 0 };
-    CHECK_STATUS(opreg_tensor_empty(&t, cuda, OPREG_DTYPE_F32, 0, NULL),
-                 OPREG_ERR_BACKEND_UNAVAILABLE);
-    CHECK_CONTAINS(opreg_last_error(),
-                   "backend CUDA is unavailable: opreg was built without the CUDA backend");
+    if (!opreg_key_is_available(OPREG_KEY_CUDA, NULL, 0)) {
+        CHECK_STATUS(opreg_tensor_empty(&t, cuda, OPREG_DTYPE_F32, 0, NULL),
+                     OPREG_ERR_BACKEND_UNAVAILABLE);
+        CHECK_CONTAINS(opreg_last_error(), "backend CUDA is unavailable: ");
+        CHECK(strstr(opreg_last_error(), "opreg was built without the CUDA backend") ||
+              strstr(opreg_last_error(), "no CUDA device is present"));
+    }
     CHECK_STATUS(opreg_tensor_empty(&t, odd, OPREG_DTYPE_F32, 0, NULL),
                  OPREG_ERR_BACKEND_UNAVAILABLE);
     CHECK_CONTAINS(opreg_last_error(), "no backend handles device type 9");

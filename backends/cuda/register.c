@@ -1,0 +1,412 @@
+/* The CUDA key. Each kernel runs the op's shared checks (the same functions
+ * as Meta, Reference and CPU, so every backend refuses the same inputs with
+ * the same status and message), refuses tensors that are not in CUDA
+ * memory, makes the tensors' device current, and enqueues the op's
+ * launcher (one .cu file per op) on the thread's current stream of that
+ * device. Nothing waits for the device.
+ *
+ * Index tensors (slots, positions, block tables, expert ids) live on the
+ * device, so their values cannot be checked on the host before the launch
+ * without a synchronisation; the kernels skip out-of-range indices instead
+ * of reading or writing outside a tensor (docs/cuda.md). swap_blocks takes
+ * its mapping on the host and checks it like the CPU does. */
+#include "backends/cuda/cuda_internal.h"
+#include "ops/check/check.h"
+#include "ops/ops_internal.h"
+#include "ops/register/catalogue.h"
+
+#include <string.h>
+
+#define TS OPREG__ARG_T
+#define OT OPREG__ARG_OPT_T
+#define IV OPREG__ARG_I
+#define FV OPREG__ARG_F
+#define BV OPREG__ARG_B
+#define SV OPREG__ARG_S
+
+/* Rows of a checked tensor (opreg__chk_rows): count, width, stride. */
+typedef struct rows {
+    int64_t n, width, stride;
+} rows;
+
+static rows rows_of(const opreg_tensor *t) {
+    rows r;
+    r.width = t->ndim ? t->shape[t->ndim - 1] : 1;
+    r.n = r.width ? opreg__numel(t) / r.width : 0;
+    r.stride = t->ndim >= 2 ? opreg__stride(t, t->ndim - 2) : r.width;
+    return r;
+}
+
+static bool is_cuda(const opreg_tensor *t) {
+    return t->device.device_type == kDLCUDA || t->device.device_type == kDLCUDAManaged;
+}
+
+static opreg_status chk_cuda(const char *op, const char *arg, const opreg_tensor *t) {
+    if (!is_cuda(t)) {
+        char a[64];
+        opreg_device_format(t->device, a, sizeof a);
+        return opreg__fail(OPREG_ERR_UNSUPPORTED,
+                           "%s: argument '%s' is on %s; the CUDA kernel needs CUDA tensors", op,
+                           arg, a);
+    }
+    return OPREG_OK;
+}
+
+#define CHECK_FN(op, arglist)                                                                      \
+    __attribute__((unused)) static opreg_status check_##op(const opreg_value *args) {              \
+        return opreg__check_##op arglist;                                                          \
+    }
+OPREG__CATALOGUE_OPS(CHECK_FN)
+#undef CHECK_FN
+
+/* The backend is available (a driver and a device): tensors that claim to
+ * be in CUDA memory on a machine without a GPU are refused with the reason. */
+static opreg_status chk_available(const char *op) {
+    char why[256];
+    if (opreg_key_is_available(OPREG_KEY_CUDA, NULL, 0)) return OPREG_OK;
+    (void)opreg_key_is_available(OPREG_KEY_CUDA, why, sizeof why);
+    return opreg__fail(OPREG_ERR_BACKEND_UNAVAILABLE, "%s: the CUDA backend is unavailable: %s", op,
+                       why);
+}
+
+/* Run @p body(args, stream) on device @p dev with its current stream. */
+static opreg_status on_device(const char *op, const opreg_tensor *dev, const opreg_value *args,
+                              opreg_status (*body)(const opreg_value *args, void *stream)) {
+    int prev, id = dev->device.device_id;
+    OPREG__TRY(chk_available(op));
+    OPREG__TRY(opreg__cuda_enter(id, &prev, op));
+    opreg_status st = body(args, opreg__cuda_current_stream(id));
+    opreg__cuda_leave(id, prev);
+    return st;
+}
+
+/* CUDA_KERNEL(op, i, "name") { body }: the kernel cuda_<op> runs the op's
+ * shared checks, refuses argument i ("name") unless it is a CUDA tensor, and
+ * runs the body on that tensor's device, with `args` and `stream`. */
+#define CUDA_KERNEL(op, dev_arg, dev_name)                                                         \
+    static opreg_status launch_##op(const opreg_value *args, void *stream);                        \
+    static opreg_status cuda_##op(void *context, const opreg_op *o, const opreg_value *args,       \
+                                  opreg_value *rets) {                                             \
+        (void)context, (void)o, (void)rets;                                                        \
+        OPREG__TRY(check_##op(args));                                                              \
+        OPREG__TRY(chk_cuda("_C::" #op, dev_name, TS(dev_arg)));                                   \
+        return on_device("_C::" #op, TS(dev_arg), args, launch_##op);                              \
+    }                                                                                              \
+    static opreg_status launch_##op(const opreg_value *args, void *stream)
+
+/* ---- norms ---- */
+
+CUDA_KERNEL(rms_norm, 1, "input") {
+    const opreg_tensor *out = TS(0), *in = TS(1), *w = TS(2);
+    rows r = rows_of(in);
+    return opreg__cuda_rms_norm(opreg__ptr(out), opreg__ptr(in), r.stride, opreg__ptr(w), r.n,
+                                r.width, (float)FV(3), opreg__dtype_of(in), stream);
+}
+
+CUDA_KERNEL(fused_add_rms_norm, 0, "input") {
+    const opreg_tensor *in = TS(0), *res = TS(1), *w = TS(2);
+    rows r = rows_of(in);
+    return opreg__cuda_fused_add_rms_norm(opreg__ptr(in), opreg__ptr(res), opreg__ptr(w), r.n,
+                                          r.width, (float)FV(3), opreg__dtype_of(in), stream);
+}
+
+/* ---- activations ---- */
+
+#define GATED(op)                                                                                  \
+    CUDA_KERNEL(op, 1, "input") {                                                                  \
+        rows ro = rows_of(TS(0));                                                                  \
+        return opreg__cuda_##op(opreg__ptr(TS(0)), opreg__ptr(TS(1)), ro.n, ro.width,              \
+                                opreg__dtype_of(TS(1)), stream);                                   \
+    }
+GATED(silu_and_mul)
+GATED(gelu_and_mul)
+GATED(gelu_tanh_and_mul)
+#undef GATED
+
+#define ELEMENTWISE(op)                                                                            \
+    CUDA_KERNEL(op, 1, "input") {                                                                  \
+        return opreg__cuda_##op(opreg__ptr(TS(0)), opreg__ptr(TS(1)), opreg__numel(TS(1)),         \
+                                opreg__dtype_of(TS(1)), stream);                                   \
+    }
+ELEMENTWISE(gelu_new)
+ELEMENTWISE(gelu_fast)
+ELEMENTWISE(gelu_quick)
+#undef ELEMENTWISE
+
+/* ---- rotary ---- */
+
+static opreg__cuda_rotary_args rotary_args(const opreg_value *args, const opreg_tensor *offsets) {
+    const opreg_tensor *pos = TS(0), *q = TS(1), *k = TS(2), *cache = TS(4);
+    opreg__cuda_rotary_args a;
+    memset(&a, 0, sizeof a);
+    a.positions = opreg__ptr(pos);
+    a.offsets = offsets ? opreg__ptr(offsets) : NULL;
+    a.tokens = opreg__numel(pos);
+    a.q_row = a.tokens ? opreg__numel(q) / a.tokens : 0;
+    a.k_row = a.tokens ? opreg__numel(k) / a.tokens : 0;
+    a.head_size = IV(3);
+    a.rot_dim = cache->shape[1];
+    a.cache_rows = cache->shape[0];
+    a.query = opreg__ptr(q);
+    a.key = opreg__ptr(k);
+    a.cache = opreg__ptr(cache);
+    a.is_neox = BV(5);
+    a.dt = opreg__dtype_of(q);
+    return a;
+}
+
+CUDA_KERNEL(rotary_embedding, 1, "query") {
+    opreg__cuda_rotary_args a = rotary_args(args, NULL);
+    return opreg__cuda_rotary_embedding(&a, stream);
+}
+
+CUDA_KERNEL(batched_rotary_embedding, 1, "query") {
+    opreg__cuda_rotary_args a = rotary_args(args, TS(7));
+    return opreg__cuda_batched_rotary_embedding(&a, stream);
+}
+
+/* ---- KV cache ---- */
+
+static opreg__cuda_cache_args cache_args(const opreg_value *args) {
+    const opreg_tensor *key = TS(0), *value = TS(1), *kc = TS(2), *slots = TS(4);
+    opreg__cuda_cache_args a;
+    memset(&a, 0, sizeof a);
+    a.key = opreg__ptr(key);
+    a.value = opreg__ptr(value);
+    a.key_stride = opreg__stride(key, 0);
+    a.value_stride = opreg__stride(value, 0);
+    a.key_cache = opreg__ptr(kc);
+    a.value_cache = opreg__ptr(TS(3));
+    a.slots = opreg__ptr(slots);
+    a.tokens = slots->shape[0];
+    a.heads = key->shape[1];
+    a.head_size = key->shape[2];
+    a.dt = opreg__dtype_of(key);
+    a.kind = opreg__kv_cache_kind(SV(5));
+    a.kv_scale = 1.0f;
+    return a;
+}
+
+CUDA_KERNEL(reshape_and_cache, 0, "key") {
+    opreg__cuda_cache_args a = cache_args(args);
+    const opreg_tensor *kc = TS(2);
+    a.x = kc->shape[4];
+    a.block_size = kc->shape[3];
+    a.num_slots = kc->shape[0] * kc->shape[3];
+    a.kv_scale = (float)FV(6);
+    return opreg__cuda_reshape_and_cache(&a, stream);
+}
+
+CUDA_KERNEL(reshape_and_cache_flash, 0, "key") {
+    opreg__cuda_cache_args a = cache_args(args);
+    const opreg_tensor *kc = TS(2);
+    a.block_size = kc->shape[1];
+    a.num_slots = kc->shape[0] * kc->shape[1];
+    return opreg__cuda_reshape_and_cache_flash(&a, stream);
+}
+
+static int64_t block_bytes(const opreg_tensor *t) {
+    return (t->shape[0] ? opreg__numel(t) / t->shape[0] : 0) *
+           (int64_t)opreg__dtype_bytes(opreg__dtype_of(t));
+}
+
+#define MAX_LAYERS 1024
+
+CUDA_KERNEL(copy_blocks, 2, "block_mapping") {
+    const opreg_tensor *const *kc = OPREG__ARG_TL(0), *const *vc = OPREG__ARG_TL(1);
+    size_t layers = OPREG__ARG_TL_LEN(0);
+    void *kp[MAX_LAYERS], *vp[MAX_LAYERS];
+    if (layers == 0) return OPREG_OK;
+    if (layers > MAX_LAYERS)
+        return opreg__fail(OPREG_ERR_UNSUPPORTED,
+                           "_C::copy_blocks: argument 'key_caches': %zu layers; the CUDA kernel "
+                           "takes at most %d",
+                           layers, MAX_LAYERS);
+    for (size_t l = 0; l < layers; l++) {
+        kp[l] = opreg__ptr(kc[l]);
+        vp[l] = opreg__ptr(vc[l]);
+    }
+    int64_t blocks = kc[0]->shape[0] < vc[0]->shape[0] ? kc[0]->shape[0] : vc[0]->shape[0];
+    return opreg__cuda_copy_blocks(kp, vp, (int64_t)layers, opreg__ptr(TS(2)), TS(2)->shape[0],
+                                   block_bytes(kc[0]), block_bytes(vc[0]), blocks, stream);
+}
+
+/* swap_blocks copies between host and device: its kernel is registered
+ * with OPREG_KERNEL_MIXED_DEVICES, and runs on the device of whichever of
+ * src and dst is in CUDA memory. The mapping is on the host: its pairs are
+ * checked like the CPU kernel checks them, before anything is copied. */
+static opreg_status launch_swap_blocks(const opreg_value *args, void *stream) {
+    const opreg_tensor *src = TS(0), *dst = TS(1), *m = TS(2);
+    return opreg__cuda_swap_blocks(opreg__ptr(dst), opreg__ptr(src), opreg__ptr(m), m->shape[0],
+                                   block_bytes(src), stream);
+}
+
+static bool host_or_cuda(const opreg_tensor *t) {
+    return is_cuda(t) || t->device.device_type == kDLCPU || t->device.device_type == kDLCUDAHost;
+}
+
+static opreg_status cuda_swap_blocks(void *context, const opreg_op *o, const opreg_value *args,
+                                     opreg_value *rets) {
+    const char *op = "_C::swap_blocks";
+    const opreg_tensor *src = TS(0), *dst = TS(1);
+    (void)context, (void)o, (void)rets;
+    OPREG__TRY(check_swap_blocks(args));
+    const opreg_tensor *dev = is_cuda(src) ? src : dst;
+    OPREG__TRY(chk_cuda(op, "src", dev));
+    if (!host_or_cuda(src) || !host_or_cuda(dst)) {
+        char a[64];
+        opreg_device_format((host_or_cuda(src) ? dst : src)->device, a, sizeof a);
+        return opreg__fail(OPREG_ERR_DEVICE_MISMATCH,
+                           "%s: argument '%s' is on %s; the CUDA kernel copies between host and "
+                           "CUDA memory",
+                           op, host_or_cuda(src) ? "dst" : "src", a);
+    }
+    if (is_cuda(src) && is_cuda(dst) && src->device.device_id != dst->device.device_id)
+        return opreg__fail(OPREG_ERR_DEVICE_MISMATCH,
+                           "%s: argument 'dst' is on cuda:%d but 'src' is on cuda:%d; the CUDA "
+                           "kernel copies within one device or between it and the host",
+                           op, (int)dst->device.device_id, (int)src->device.device_id);
+    OPREG__TRY(opreg__check_swap_blocks_data(src, dst, TS(2)));
+    return on_device(op, dev, args, launch_swap_blocks);
+}
+
+/* ---- quantisation ---- */
+
+#define STATIC_QUANT(op)                                                                           \
+    CUDA_KERNEL(op, 1, "input") {                                                                  \
+        return opreg__cuda_##op(opreg__ptr(TS(0)), opreg__ptr(TS(1)), opreg__numel(TS(1)),         \
+                                opreg__ptr(TS(2)), opreg__dtype_of(TS(1)), stream);                \
+    }
+STATIC_QUANT(static_scaled_fp8_quant)
+STATIC_QUANT(dynamic_scaled_fp8_quant)
+STATIC_QUANT(static_scaled_int8_quant)
+#undef STATIC_QUANT
+
+CUDA_KERNEL(dynamic_scaled_int8_quant, 1, "input") {
+    rows r = rows_of(TS(1));
+    return opreg__cuda_dynamic_scaled_int8_quant(opreg__ptr(TS(0)), opreg__ptr(TS(1)), r.n, r.width,
+                                                 opreg__ptr(TS(2)), opreg__dtype_of(TS(1)), stream);
+}
+
+/* ---- MoE ---- */
+
+CUDA_KERNEL(moe_align_block_size, 0, "topk_ids") {
+    const opreg_tensor *ids = TS(0);
+    return opreg__cuda_moe_align_block_size(opreg__ptr(ids), opreg__dtype_of(ids),
+                                            opreg__numel(ids), IV(1), IV(2), opreg__ptr(TS(3)),
+                                            opreg__ptr(TS(4)), opreg__ptr(TS(5)), stream);
+}
+
+CUDA_KERNEL(topk_softmax, 3, "gating_output") {
+    const opreg_tensor *g = TS(3);
+    return opreg__cuda_topk_softmax(opreg__ptr(TS(0)), opreg__ptr(TS(1)), opreg__ptr(TS(2)),
+                                    opreg__ptr(g), g->shape[0], g->shape[1], TS(0)->shape[1],
+                                    opreg__dtype_of(g), stream);
+}
+
+/* ---- attention ---- */
+
+CUDA_KERNEL(paged_attention_v1, 1, "query") {
+    const opreg_tensor *q = TS(1), *kc = TS(2), *bt = TS(6), *alibi = OT(10);
+    opreg__cuda_attention_args a;
+    memset(&a, 0, sizeof a);
+    a.out = opreg__ptr(TS(0));
+    a.query = opreg__ptr(q);
+    a.key_cache = opreg__ptr(kc);
+    a.value_cache = opreg__ptr(TS(3));
+    a.block_tables = opreg__ptr(bt);
+    a.seq_lens = opreg__ptr(TS(7));
+    a.alibi = alibi ? opreg__ptr(alibi) : NULL;
+    a.seqs = q->shape[0];
+    a.heads = q->shape[1];
+    a.kv_heads = IV(4);
+    a.head_size = q->shape[2];
+    a.x = kc->shape[4];
+    a.block_size = IV(8);
+    a.max_seq_len = IV(9);
+    a.max_blocks = bt->shape[1];
+    a.num_blocks = kc->shape[0];
+    a.scale = (float)FV(5);
+    a.kv_scale = (float)FV(12);
+    a.dt = opreg__dtype_of(q);
+    a.kind = opreg__kv_cache_kind(SV(11));
+    return opreg__cuda_paged_attention_v1(&a, stream);
+}
+
+/* ---- GEMM ---- */
+
+CUDA_KERNEL(cutlass_scaled_mm, 1, "a") {
+    const opreg_tensor *out = TS(0), *a = TS(1), *b = TS(2), *bias = OT(5);
+    opreg__cuda_scaled_mm_args g;
+    memset(&g, 0, sizeof g);
+    g.out = opreg__ptr(out);
+    g.a = opreg__ptr(a);
+    g.b = opreg__ptr(b);
+    g.bias = bias ? opreg__ptr(bias) : NULL;
+    g.a_scales = opreg__ptr(TS(3));
+    g.b_scales = opreg__ptr(TS(4));
+    g.m = a->shape[0];
+    g.k = a->shape[1];
+    g.n = b->shape[1];
+    g.a_stride = opreg__stride(a, 0);
+    g.b_stride = opreg__stride(b, 1);
+    g.per_row_a = opreg__numel(TS(3)) != 1;
+    g.per_col_b = opreg__numel(TS(4)) != 1;
+    g.in_dt = opreg__dtype_of(a);
+    g.out_dt = opreg__dtype_of(out);
+    return opreg__cuda_cutlass_scaled_mm(&g, stream);
+}
+
+static opreg_status linear_kernel(const opreg_tensor *out, const opreg_tensor *input,
+                                  const opreg_tensor *weight, const opreg_tensor *bias) {
+    int64_t k = input->shape[input->ndim - 1], n = weight->shape[0];
+    return opreg__cuda_linear(opreg__ptr(out), opreg__ptr(input), opreg__ptr(weight),
+                              bias ? opreg__ptr(bias) : NULL, k ? opreg__numel(input) / k : 0, n, k,
+                              opreg__dtype_of(input),
+                              opreg__cuda_current_stream(input->device.device_id));
+}
+
+static opreg_status cuda_linear(void *context, const opreg_op *o, const opreg_value *args,
+                                opreg_value *rets) {
+    const char *op = "_C::linear";
+    int prev, id;
+    (void)context, (void)o;
+    OPREG__TRY(opreg__check_linear(TS(0), TS(1), OT(2), NULL, NULL, NULL));
+    OPREG__TRY(chk_cuda(op, "input", TS(0)));
+    OPREG__TRY(chk_available(op));
+    id = TS(0)->device.device_id;
+    OPREG__TRY(opreg__cuda_enter(id, &prev, op));
+    opreg_status st = opreg__linear_into_new(rets, args, TS(0)->device, linear_kernel);
+    opreg__cuda_leave(id, prev);
+    return st;
+}
+
+OPREG_LIBRARY_IMPL(_C, CUDA, m) {
+    opreg__cuda_attach();
+    OPREG_IMPL(m, "rms_norm", cuda_rms_norm, NULL);
+    OPREG_IMPL(m, "fused_add_rms_norm", cuda_fused_add_rms_norm, NULL);
+    OPREG_IMPL(m, "silu_and_mul", cuda_silu_and_mul, NULL);
+    OPREG_IMPL(m, "gelu_and_mul", cuda_gelu_and_mul, NULL);
+    OPREG_IMPL(m, "gelu_tanh_and_mul", cuda_gelu_tanh_and_mul, NULL);
+    OPREG_IMPL(m, "gelu_new", cuda_gelu_new, NULL);
+    OPREG_IMPL(m, "gelu_fast", cuda_gelu_fast, NULL);
+    OPREG_IMPL(m, "gelu_quick", cuda_gelu_quick, NULL);
+    OPREG_IMPL(m, "rotary_embedding", cuda_rotary_embedding, NULL);
+    OPREG_IMPL(m, "batched_rotary_embedding", cuda_batched_rotary_embedding, NULL);
+    OPREG_IMPL(m, "reshape_and_cache", cuda_reshape_and_cache, NULL);
+    OPREG_IMPL(m, "reshape_and_cache_flash", cuda_reshape_and_cache_flash, NULL);
+    OPREG_IMPL(m, "copy_blocks", cuda_copy_blocks, NULL);
+    {
+        opreg_kernel k = { cuda_swap_blocks, NULL, NULL, OPREG_KERNEL_MIXED_DEVICES };
+        (void)opreg_library_impl(m, "swap_blocks", OPREG_KEY_NONE, &k);
+    }
+    OPREG_IMPL(m, "static_scaled_fp8_quant", cuda_static_scaled_fp8_quant, NULL);
+    OPREG_IMPL(m, "dynamic_scaled_fp8_quant", cuda_dynamic_scaled_fp8_quant, NULL);
+    OPREG_IMPL(m, "static_scaled_int8_quant", cuda_static_scaled_int8_quant, NULL);
+    OPREG_IMPL(m, "dynamic_scaled_int8_quant", cuda_dynamic_scaled_int8_quant, NULL);
+    OPREG_IMPL(m, "moe_align_block_size", cuda_moe_align_block_size, NULL);
+    OPREG_IMPL(m, "topk_softmax", cuda_topk_softmax, NULL);
+    OPREG_IMPL(m, "paged_attention_v1", cuda_paged_attention_v1, NULL);
+    OPREG_IMPL(m, "cutlass_scaled_mm", cuda_cutlass_scaled_mm, NULL);
+    OPREG_IMPL(m, "linear", cuda_linear, NULL);
+}

@@ -1,0 +1,9 @@
+/* rotary_embedding on the GPU: the cache row of token t is positions[t]
+ * (rotary.cuh). */
+#include "backends/cuda/rotary.cuh"
+
+extern "C" opreg_status opreg__cuda_rotary_embedding(const opreg__cuda_rotary_args *a,
+                                                     void *stream) {
+    return OPREG_CUDA_BY_FLOAT(a->dt, "_C::rotary_embedding", opreg_cuda::launch_rotary,
+                               "_C::rotary_embedding", a, stream);
+}

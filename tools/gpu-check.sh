@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The CUDA backend on a machine with an NVIDIA GPU, in one go, from the
+# repository root:
+#   1. configure and build with -DOPREG_CUDA=ON into build-gpu/ (the
+#      library, the tool and the cuda tests only);
+#   2. run the tests labelled `cuda` (ctest -L cuda);
+#   3. run them again under compute-sanitizer --tool memcheck;
+#   4. run `opreg bench --json ops --device cuda`: each memory-bound op's
+#      GB/s beside a device-to-device copy measured in the same run.
+# It prints a short table last and writes everything to
+# build-gpu/gpu-check.txt (the table and the logs' tails) and the bench's
+# JSON lines to build-gpu/bench-cuda.json. Each step runs under `timeout`,
+# inside a budget of GPU_CHECK_BUDGET seconds (default 470, under 8 min).
+# Needs the CUDA toolkit (nvcc; CUDA_HOME, default /usr/local/cuda), cmake,
+# gcc and the Debian packages of tools/deps.sh, which it runs first when
+# root. Exit status: 0 when every step passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+budget=${GPU_CHECK_BUDGET:-470}
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+build=build-gpu
+jobs=$(nproc)
+start=$SECONDS
+mkdir -p "$build"
+report="$build/gpu-check.txt"
+: >"$report"
+declare -a rows=()
+status=0
+
+log() { printf '%s\n' "$*" | tee -a "$report"; }
+left() { echo $((budget - (SECONDS - start))); }
+# step NAME CAP CMD...: run CMD under timeout min(CAP, what is left); record.
+step() {
+  local name=$1 cap=$2; shift 2
+  local t; t=$(left)
+  [ "$t" -gt "$cap" ] && t=$cap
+  if [ "$t" -le 5 ]; then
+    rows+=("$(printf '%-28s %-11s %s' "$name" "SKIPPED" "out of time")"); status=1; return 1
+  fi
+  local t0=$SECONDS out="$build/step-${name// /_}.log"
+  log "==== $name (timeout ${t}s)"
+  timeout "$t" "$@" >"$out" 2>&1
+  local rc=$?
+  tail -n 25 "$out" | tee -a "$report"
+  local verdict=ok
+  [ $rc -eq 124 ] && verdict=TIMEOUT
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] && verdict="FAILED($rc)"
+  rows+=("$(printf '%-28s %-11s %4ds' "$name" "$verdict" $((SECONDS - t0)))")
+  [ $rc -eq 0 ] || status=1
+  return $rc
+}
+
+if [ "$(id -u)" -eq 0 ]; then
+  bash tools/deps.sh >"$build/deps.log" 2>&1 || log "tools/deps.sh failed (see $build/deps.log); going on"
+fi
+export PATH="$cuda_home/bin:$PATH"
+card=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+log "opreg gpu-check $(date -u +%Y-%m-%dT%H:%MZ) on ${card:-no nvidia-smi}, $(nvcc --version 2>/dev/null | tail -1)"
+
+step "configure" 120 cmake -S . -B "$build" -DOPREG_CUDA=ON -DOPREG_WERROR=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_COMPILER="$cuda_home/bin/nvcc" &&
+step "build" 300 cmake --build "$build" -j"$jobs" --target opreg_tool test_cuda_math \
+  test_cuda_backend test_cuda_ops test_cuda_bad_inputs
+built=$?
+
+if [ $built -eq 0 ]; then
+  export OPREG_GPU_BUILD=$build
+  # A skipped test means no device was seen: a failure on a GPU machine.
+  # shellcheck disable=SC2016
+  step "ctest -L cuda" 150 bash -c '
+    ctest --test-dir "$OPREG_GPU_BUILD" -L cuda --output-on-failure -j4 |
+      tee "$OPREG_GPU_BUILD/ctest-cuda.log"
+    rc=${PIPESTATUS[0]}
+    if grep -q "(Skipped)" "$OPREG_GPU_BUILD/ctest-cuda.log"; then
+      echo "a cuda test was skipped: no CUDA device was seen"
+      exit 3
+    fi
+    exit $rc'
+  OPREG_SANITIZER=$(command -v compute-sanitizer || true)
+  for c in "$cuda_home/bin/compute-sanitizer" "$cuda_home/compute-sanitizer/compute-sanitizer"; do
+    [ -z "$OPREG_SANITIZER" ] && [ -x "$c" ] && OPREG_SANITIZER=$c
+  done
+  export OPREG_SANITIZER
+  # shellcheck disable=SC2016
+  step "memcheck (cuda tests)" 200 bash -c '
+    [ -n "$OPREG_SANITIZER" ] || { echo "compute-sanitizer not found (CUDA_HOME?)"; exit 127; }
+    rc=0
+    for t in test_cuda_backend test_cuda_ops test_cuda_bad_inputs; do
+      echo "---- $t"
+      "$OPREG_SANITIZER" --tool memcheck --error-exitcode 99 --leak-check no \
+        "$OPREG_GPU_BUILD/tests/cuda/$t" || rc=1
+    done
+    exit $rc'
+
+  step "bench ops --device cuda" 120 bash -c \
+    "'$build/tools/opreg' bench --json ops --device cuda > '$build/bench-cuda.json'"
+fi
+
+log ""
+log "==== gpu-check summary ($((SECONDS - start))s, ${card:-unknown card})"
+for r in "${rows[@]}"; do log "$r"; done
+if [ -s "$build/bench-cuda.json" ]; then
+  log ""
+  log "$(printf '%-32s %10s %8s %10s' case GB/s of_copy us/call)"
+  while IFS= read -r line; do
+    c=$(sed -n 's/.*"case":"\([^"]*\)".*/\1/p' <<<"$line")
+    g=$(sed -n 's/.*"gb_per_s":\([0-9.]*\).*/\1/p' <<<"$line")
+    o=$(sed -n 's/.*"of_copy":\([0-9.]*\).*/\1/p' <<<"$line")
+    u=$(sed -n 's/.*"us_per_call":\([0-9.]*\).*/\1/p' <<<"$line")
+    log "$(printf '%-32s %10s %8s %10s' "$c" "$g" "${o:--}" "${u:--}")"
+  done <"$build/bench-cuda.json"
+fi
+log "results: $report"
+exit $status
