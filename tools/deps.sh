@@ -9,6 +9,7 @@ packages=(
   clang-format                             # the formatting check
   libdlpack-dev                            # DLPack's DLTensor, opreg's tensor
   libdnnl-dev                              # oneDNN, for the CPU matmul kernels
+  doxygen                                  # the C API reference and its check (tests/docs)
 )
 
 missing=()
