@@ -1,7 +1,8 @@
 #!/bin/sh
 # Install opreg into a fresh prefix, check the layout, then build and run a
 # consumer (consumer/) through the CMake package and through pkg-config,
-# against the shared and the static library.
+# against the shared and the static library, and a C++ one (consumer_cxx/)
+# through the CMake package.
 #   run.sh BUILD_DIR WORK_DIR LIBDIR INCLUDEDIR C_COMPILER VERSION
 set -eu
 build=$1 work=$2 libdir_rel=$3 incdir_rel=$4 cc=$5 version=$6
@@ -54,6 +55,17 @@ test "$(loaded_lib "$work/cmake/consumer_shared")" = "$installed_lib" || fail "c
 test -z "$(loaded_lib "$work/cmake/consumer_static")" || fail "consumer_static loads libopreg.so"
 "$work/cmake/consumer_shared" "$version" || fail "consumer_shared"
 "$work/cmake/consumer_static" "$version" || fail "consumer_static"
+
+step "find_package(opreg) from a C++ project"
+if command -v c++ >/dev/null 2>&1; then
+  cmake -S "$here/consumer_cxx" -B "$work/cmake_cxx" -DCMAKE_PREFIX_PATH="$prefix" \
+    >"$work/cmake_cxx.log" 2>&1 || { cat "$work/cmake_cxx.log"; fail "configure (C++)"; }
+  cmake --build "$work/cmake_cxx" >>"$work/cmake_cxx.log" 2>&1 || { cat "$work/cmake_cxx.log"; fail "build (C++)"; }
+  "$work/cmake_cxx/consumer_cxx_shared" "$version" || fail "consumer_cxx_shared"
+  "$work/cmake_cxx/consumer_cxx_static" "$version" || fail "consumer_cxx_static"
+else
+  echo "   no C++ compiler: skipped"
+fi
 
 step "pkg-config opreg: build the consumer"
 PKG_CONFIG_PATH=$libdir/pkgconfig
