@@ -54,8 +54,15 @@ if(OPREG_HAVE_CUDA)
   if(CUDAToolkit_LIBRARY_DIR)
     set(OPREG_PC_CUDA " -L${CUDAToolkit_LIBRARY_DIR}")
   endif()
-  string(APPEND OPREG_PC_CUDA " -lcudart")
+  # The runtime is linked statically into the libraries (CUDA::cudart_static),
+  # which needs libdl and librt beside it.
+  string(APPEND OPREG_PC_CUDA " -lcudart_static -ldl -lrt")
 endif()
+# The plugin loader's dlopen.
+set(OPREG_PC_DL "")
+foreach(l ${CMAKE_DL_LIBS})
+  string(APPEND OPREG_PC_DL " -l${l}")
+endforeach()
 set(OPREG_HAVE_DLPACK_PACKAGE OFF)
 if(dlpack_FOUND)
   set(OPREG_HAVE_DLPACK_PACKAGE ON)
