@@ -40,11 +40,9 @@ void bench_progress(const struct bench_ctx *ctx, const char *fmt, ...) {
 
 static void help(void) {
     printf("usage: opreg bench [--json] [--corpus DIR] [SUITE...]\n\n"
-           "Runs the named benchmark suites, or all of them, in the order below. Each case\n"
-           "prints one line as it ends; with --json, one JSON object per line (JSON Lines:\n"
-           "{\"suite\":...,\"case\":...,...}), so a long run's results can be read as\n"
-           "they come. While a suite runs, a progress line on stderr says which case and\n"
-           "round it is at, only when stderr is a terminal (never in a pipe or a log).\n\n"
+           "Runs the named benchmark suites, or all of them. Each case prints one line;\n"
+           "with --json, one JSON object per line ({\"suite\":...,\"case\":...,...}).\n"
+           "A progress line is shown on stderr when it is a terminal.\n\n"
            "  --corpus DIR  folder of the schema corpus (default: $OPREG_CORPUS_DIR,\n"
            "                then ../shared/corpus and the paths the build knows)\n\nsuites:\n");
     for (size_t i = 0; i < NSUITES; i++)
