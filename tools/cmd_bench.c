@@ -105,6 +105,7 @@ int cmd_bench(int argc, char **argv) {
     for (size_t k = 0; k < NSUITES; k++) {
         if (any && !selected[k]) continue;
         if (suites[k].run(&ctx) != 0) rc = 1;
+        if (ctx.progress) fputs("\r\033[K", stderr); /* no suite leaves its line behind */
     }
     return rc;
 }

@@ -2,6 +2,7 @@
  * run here, and why not. */
 #include "opreg/opreg.h"
 #include "tools/commands.h"
+#include "tools/util.h"
 
 #include <string.h>
 
@@ -14,20 +15,6 @@ static void help(void) {
            "{\"devices\":[{\"key\":0,\"name\":\"CPU\",\"device\":\"cpu\",\"available\":true,\n"
            "\"reason\":\"\"},...]}.\n\n"
            "exit codes: 0 listed, 2 usage error\n");
-}
-
-static void json_str(const char *s) {
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
 }
 
 int cmd_devices(int argc, char **argv) {
@@ -58,11 +45,11 @@ int cmd_devices(int argc, char **argv) {
         if (!ok && !why[0]) snprintf(why, sizeof why, "no backend attached");
         if (json) {
             printf("%s{\"key\":%d,\"name\":", k ? "," : "", k);
-            json_str(name ? name : "");
+            tool_json_str(stdout, name ? name : "");
             printf(",\"device\":");
-            json_str(device);
+            tool_json_str(stdout, device);
             printf(",\"available\":%s,\"reason\":", ok ? "true" : "false");
-            json_str(ok ? "" : why);
+            tool_json_str(stdout, ok ? "" : why);
             printf("}");
         } else {
             printf("%-4d %-12s %-10s %-11s %s\n", k, name ? name : "?", device[0] ? device : "-",

@@ -6,6 +6,7 @@
  * JSON: one array of {"name":...,"schema":...,"keys":[...]} objects. */
 #include "opreg/opreg.h"
 #include "tools/commands.h"
+#include "tools/util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,20 +25,6 @@ static int by_name(const void *a, const void *b) {
                   opreg_op_name(*(const opreg_op *const *)b));
 }
 
-static void json_string(const char *s) {
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
 /* The keys with kernels, as "CPU,Meta,Composite" or "-". */
 static void keys_of(const opreg_op *op, bool json) {
     int n = 0;
@@ -45,7 +32,7 @@ static void keys_of(const opreg_op *op, bool json) {
         if (opreg_op_kernel_kind(op, k) != OPREG_KERNEL_DIRECT) continue;
         if (json) {
             printf("%s", n ? "," : "");
-            json_string(opreg_key_name(k));
+            tool_json_str(stdout, opreg_key_name(k));
         } else {
             printf("%s%s", n ? "," : "", opreg_key_name(k));
         }
@@ -97,9 +84,9 @@ int cmd_list(int argc, char **argv) {
         char *schema = opreg_schema_to_string(opreg_op_schema(ops[i]), OPREG_SCHEMA_CANONICAL);
         if (json) {
             printf("%s{\"name\":", i ? ",\n " : "");
-            json_string(opreg_op_name(ops[i]));
+            tool_json_str(stdout, opreg_op_name(ops[i]));
             printf(",\"schema\":");
-            json_string(schema ? schema : "");
+            tool_json_str(stdout, schema ? schema : "");
             printf(",\"keys\":[");
             keys_of(ops[i], true);
             printf("]}");

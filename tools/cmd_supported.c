@@ -1,19 +1,72 @@
-/* opreg supported NAME [--device D] [--explain]: exit 0 when op NAME of the
- * default registry is supported (on device D, or on some backend other than
- * Meta), 1 when not. --explain prints which kernel would run, or why none. */
+/* opreg supported NAME [--device D] [--explain] [--json]: exit 0 when op
+ * NAME of the default registry is supported (on device D, or on some backend
+ * other than Meta), 1 when not. --explain prints which kernel would run, or
+ * why none would. */
 #include "opreg/opreg.h"
 #include "tools/commands.h"
+#include "tools/util.h"
 
 #include <string.h>
 
 static void help(void) {
-    printf("usage: opreg supported NAME [--device D] [--explain]\n\n"
-           "Says whether op NAME of the default registry would run on device D (cpu,\n"
-           "cuda, cuda:1, meta, or a plugin's device), or, without --device, on some\n"
-           "available backend other than Meta. --explain prints one line: the kernel\n"
-           "that would run (its key, and whether direct, composite or fallback) or why\n"
-           "none would (no such op, no kernel for the key, backend unavailable).\n\n"
+    printf("usage: opreg supported NAME [--device D] [--explain] [--json]\n\n"
+           "Says whether op NAME (ns::name, or name alone when one namespace has it) of\n"
+           "the default registry would run on device D (cpu, cuda, cuda:1, meta, or a\n"
+           "plugin's device), or, without --device, on some available backend other than\n"
+           "Meta. --explain prints one line: the kernel that would run (its key, whether\n"
+           "direct, composite or fallback, and where it was registered) or why none would\n"
+           "(no such op, with the nearest names; no kernel for the key, with the keys\n"
+           "that have one; backend unavailable, and why). --json prints one object:\n"
+           "{\"name\":...,\"device\":\"cpu\"|null,\"supported\":true,\"reason\":\"ok\"|\n"
+           "\"no_such_op\"|\"no_kernel\"|\"backend_unavailable\"|\"no_backend\",\n"
+           "\"key\":\"CPU\"|null,\"kernel\":\"direct\"|\"composite\"|\"fallback\"|null,\n"
+           "\"message\":...}.\n\n"
            "exit codes: 0 supported, 1 not supported, 2 usage error\n");
+}
+
+static const char *reason_name(opreg_support_reason r) {
+    switch (r) {
+    case OPREG_SUPPORT_OK:
+        return "ok";
+    case OPREG_SUPPORT_NO_SUCH_OP:
+        return "no_such_op";
+    case OPREG_SUPPORT_NO_KERNEL:
+        return "no_kernel";
+    case OPREG_SUPPORT_BACKEND_UNAVAILABLE:
+        return "backend_unavailable";
+    case OPREG_SUPPORT_NO_BACKEND:
+        return "no_backend";
+    }
+    return "unknown";
+}
+
+static const char *kind_name(opreg_kernel_kind k) {
+    switch (k) {
+    case OPREG_KERNEL_DIRECT:
+        return "direct";
+    case OPREG_KERNEL_COMPOSITE:
+        return "composite";
+    case OPREG_KERNEL_FALLBACK:
+        return "fallback";
+    case OPREG_KERNEL_NONE:
+        break;
+    }
+    return NULL;
+}
+
+static void print_json(const char *name, const char *dev, const opreg_support_info *info) {
+    printf("{\"name\":");
+    tool_json_str(stdout, name);
+    printf(",\"device\":");
+    tool_json_str(stdout, dev);
+    printf(",\"supported\":%s,\"reason\":\"%s\",\"key\":", info->supported ? "true" : "false",
+           reason_name(info->reason));
+    tool_json_str(stdout, info->key == OPREG_KEY_NONE ? NULL : opreg_key_name(info->key));
+    printf(",\"kernel\":");
+    tool_json_str(stdout, kind_name(info->kind));
+    printf(",\"message\":");
+    tool_json_str(stdout, info->message);
+    printf("}\n");
 }
 
 int cmd_supported(int argc, char **argv) {
@@ -22,10 +75,12 @@ int cmd_supported(int argc, char **argv) {
         return 0;
     }
     const char *name = NULL, *dev = NULL;
-    bool explain = false;
+    bool explain = false, json = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--explain") == 0)
             explain = true;
+        else if (strcmp(argv[i], "--json") == 0)
+            json = true;
         else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
             dev = argv[++i];
         else if (!name && argv[i][0] != '-')
@@ -49,11 +104,16 @@ int cmd_supported(int argc, char **argv) {
         fprintf(stderr, "opreg supported: %s\n", opreg_last_error());
         return 1;
     }
+    char buf[256];
+    const char *full = tool_op_name(reg, name, buf, sizeof buf);
     opreg_support_info info;
-    if (opreg_explain_support(&info, reg, name, dev ? &device : NULL) != OPREG_OK) {
+    if (opreg_explain_support(&info, reg, full, dev ? &device : NULL) != OPREG_OK) {
         fprintf(stderr, "opreg supported: %s\n", opreg_last_error());
         return 1;
     }
-    if (explain) printf("%s\n", info.message);
+    if (json)
+        print_json(full, dev, &info);
+    else if (explain)
+        printf("%s\n", info.message);
     return info.supported ? 0 : 1;
 }

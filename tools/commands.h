@@ -1,7 +1,10 @@
 /* The subcommands of the opreg tool. Each lives in its own file as
  *   int cmd_NAME(int argc, char **argv);
  * where argv[0] is the subcommand's name. Exit codes: 0 success, 1 a negative
- * answer or a failed item (documented per command), 2 a usage error. */
+ * answer or a failed item (documented per command), 2 a usage error. Each
+ * command's --help ends with a line "exit codes: 0 ...", and --json, where a
+ * command has it, prints one JSON document (bench: JSON Lines); tests/tool
+ * checks every command listed here (docs/tool.md). */
 #ifndef OPREG_TOOLS_COMMANDS_H
 #define OPREG_TOOLS_COMMANDS_H
 

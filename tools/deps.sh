@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   gcc g++ make cmake pkg-config python3   # build and test tools
+  doxygen                                  # the C API reference and its check (tests/docs)
   clang libclang-rt-14-dev                 # the libFuzzer target of the parser
   clang-format                             # the formatting check
   libdlpack-dev                            # DLPack's DLTensor, opreg's tensor

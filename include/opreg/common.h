@@ -22,6 +22,7 @@ extern "C" {
 /// Patch version: fixes only.
 #define OPREG_VERSION_PATCH 0
 
+/// Marks the functions the library exports (every other symbol is hidden).
 #if defined(_WIN32)
 #define OPREG_API __declspec(dllexport)
 #elif defined(__GNUC__)
@@ -53,12 +54,76 @@ extern "C" {
     X(OPREG_ERR_IO, 17, "input/output error")                                                      \
     X(OPREG_ERR_INTERNAL, 18, "internal error")
 
-/// Status returned by every fallible function.
+/// Status returned by every fallible function. The numbers are stable: a
+/// program may store them, and a plugin built against an older minor version
+/// sees the same numbers. opreg_status_str() and opreg_status_name() give
+/// their text.
 typedef enum opreg_status {
 #define OPREG__STATUS_ENUM(name, value, text) name = value,
     OPREG_STATUS_LIST(OPREG__STATUS_ENUM)
 #undef OPREG__STATUS_ENUM
 } opreg_status;
+
+// Each status code of OPREG_STATUS_LIST is documented here; a code appended
+// to the list gets its block too (the `docs` tests check it).
+/// @var OPREG_OK
+/// The call did what it was asked; its out-parameters are set.
+/// @var OPREG_ERR_INVALID_ARGUMENT
+/// An argument is NULL where a value is needed, out of range, or malformed
+/// (an ill-formed name, an unknown key or dtype, a boxed call's missing or
+/// surplus argument). The message names the argument.
+/// @var OPREG_ERR_OUT_OF_MEMORY
+/// An allocation failed.
+/// @var OPREG_ERR_SCHEMA_SYNTAX
+/// Schema text does not follow the grammar; the message gives the column
+/// and a caret line under the offending token, in PyTorch's wording.
+/// @var OPREG_ERR_SCHEMA_INVALID
+/// Schema text parses but breaks a rule of the schema language (for
+/// example a default of the wrong type, an illegal overload name, or a type
+/// variable where registration refuses them).
+/// @var OPREG_ERR_NOT_FOUND
+/// No op (or dispatch key) of that name; for an op the message lists the
+/// nearest names. Also returned by a call through the handle of an op whose
+/// defining library was closed.
+/// @var OPREG_ERR_ALREADY_DEFINED
+/// The op, the namespace's defining library, or the backend name is already
+/// registered; the message names both places.
+/// @var OPREG_ERR_NAMESPACE_MISMATCH
+/// A definition or kernel names a namespace other than its library's.
+/// @var OPREG_ERR_NO_KERNEL
+/// Dispatch found no kernel for the call's key (no direct kernel, composite
+/// kernel or fallback); the message lists the keys that have one.
+/// @var OPREG_ERR_BACKEND_UNAVAILABLE
+/// The backend of the device is not built in, or cannot run here (no driver
+/// or no device); opreg_key_is_available() says why.
+/// @var OPREG_ERR_TYPE_MISMATCH
+/// A boxed argument's kind does not match the schema's type; the message
+/// names the argument and both types.
+/// @var OPREG_ERR_DEVICE_MISMATCH
+/// The tensors of a call are on different devices, and the kernel does not
+/// accept mixed devices; the message names the arguments.
+/// @var OPREG_ERR_SHAPE
+/// A kernel refuses a tensor's shape, dtype, strides or layout (the
+/// catalogue's argument checks, which the Meta, reference and fast kernels
+/// share); the message names the argument and what was expected.
+/// @var OPREG_ERR_UNSUPPORTED
+/// The request is well formed but opreg does not support it: a definition
+/// in a kernel-only library, an op with more than 64 arguments, a new
+/// backend when every dispatch key is in use.
+/// @var OPREG_ERR_ABI_MISMATCH
+/// A backend table (or plugin) was built for another major version of the
+/// ABI (::OPREG_BACKEND_ABI_VERSION), or is smaller than that version
+/// requires.
+/// @var OPREG_ERR_PLUGIN
+/// A plugin module could not be loaded, or its entry point failed.
+/// @var OPREG_ERR_DEVICE
+/// The device's runtime (for example CUDA) reported an error; the message
+/// carries its text.
+/// @var OPREG_ERR_IO
+/// Reading or writing a file failed.
+/// @var OPREG_ERR_INTERNAL
+/// An internal invariant broke, or a library opreg uses failed in a way it
+/// does not expect; worth a bug report with the message.
 
 /// The short description of a status code, e.g. "schema syntax error".
 /// Never NULL; an unknown code gives "unknown status". The string is static.
@@ -81,10 +146,10 @@ OPREG_API const char *opreg_version(void);
 
 /// Log levels for the optional log callback.
 typedef enum opreg_log_level {
-    OPREG_LOG_DEBUG = 0,
-    OPREG_LOG_INFO = 1,
-    OPREG_LOG_WARN = 2,
-    OPREG_LOG_ERROR = 3,
+    OPREG_LOG_DEBUG = 0, ///< detail, for debugging
+    OPREG_LOG_INFO = 1,  ///< information
+    OPREG_LOG_WARN = 2,  ///< something probably unintended, such as a replaced kernel
+    OPREG_LOG_ERROR = 3, ///< a failure
 } opreg_log_level;
 
 /// A log sink. @p message is only valid during the call.

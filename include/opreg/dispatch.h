@@ -64,11 +64,11 @@ typedef enum opreg_support_reason {
 
 /// The answer of opreg_explain_support().
 typedef struct opreg_support_info {
-    bool supported;
-    opreg_support_reason reason;
-    opreg_dispatch_key key; ///< the key looked at (::OPREG_KEY_NONE if none)
-    opreg_kernel_kind kind; ///< how the kernel would be found
-    char message[512];      ///< one line (or a few) for people
+    bool supported;              ///< whether a kernel would run
+    opreg_support_reason reason; ///< why (::OPREG_SUPPORT_OK when supported)
+    opreg_dispatch_key key;      ///< the key looked at (::OPREG_KEY_NONE if none)
+    opreg_kernel_kind kind;      ///< how the kernel would be found
+    char message[512];           ///< one line (or a few) for people
 } opreg_support_info;
 
 /// Say which kernel would run for op @p name on @p device (its key, and
@@ -81,6 +81,7 @@ OPREG_API opreg_status opreg_explain_support(opreg_support_info *out, opreg_regi
 
 /// @name Listing
 /// @{
+
 /// Number of op records (defined or not) in @p reg; records are only
 /// appended, so indices stay valid.
 OPREG_API size_t opreg_registry_num_ops(const opreg_registry *reg);
@@ -144,26 +145,30 @@ OPREG_API opreg_status opreg_call_unboxed(const opreg_op *op, const opreg_value 
 /// one indirect call. Anything else goes through opreg_call_unboxed(). This
 /// layout only changes with the major version.
 /// @{
+
+/// The number of DLPack device types a dispatch table indexes directly.
 #define OPREG_DISPATCH_DEVICE_TYPES 64
 
 /// One resolved kernel of a dispatch table.
 typedef struct opreg_dispatch_entry {
     opreg_kernel_fn fn; ///< never NULL: a stub reports why nothing runs
-    void *context;
-    uint8_t kind;  ///< an ::opreg_kernel_kind
-    uint8_t flags; ///< ::opreg_kernel_flags
-    uint16_t reserved;
-    uint32_t id; ///< the registration, 0 for stubs
+    void *context;      ///< passed to fn
+    uint8_t kind;       ///< an ::opreg_kernel_kind
+    uint8_t flags;      ///< ::opreg_kernel_flags
+    uint16_t reserved;  ///< zero
+    uint32_t id;        ///< the registration, 0 for stubs
 } opreg_dispatch_entry;
 
 /// The public head of a dispatch table (the rest is private).
 typedef struct opreg_dispatch_table {
+    /// The kernel for tensors of each DLPack device type.
     opreg_dispatch_entry by_device_type[OPREG_DISPATCH_DEVICE_TYPES];
 } opreg_dispatch_table;
 
 #ifndef __cplusplus
 /// The public head of an op (the rest is private).
 struct opreg_op_head {
+    /// The current table; replaced (release) at each registration change.
     _Atomic(const opreg_dispatch_table *) table;
 };
 

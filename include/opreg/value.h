@@ -70,14 +70,14 @@ typedef struct opreg_value {
         } bools;
         opreg_dtype dtype;
         DLDevice device;
-    } u;
+    } u; ///< the payload: the member named by `kind` (borrowed, never owned)
 } opreg_value;
 
 /// A value given by name, for keyword-only arguments (or any argument).
 /// The name is not copied and must outlive the call.
 typedef struct opreg_kwarg {
-    const char *name;
-    opreg_value value;
+    const char *name;  ///< the argument's name in the schema
+    opreg_value value; ///< its value
 } opreg_kwarg;
 
 /// The schema spelling of a value kind ("Tensor", "int[]", "None", ...).
