@@ -55,8 +55,8 @@ if(OPREG_HAVE_CUDA)
     set(OPREG_PC_CUDA " -L${CUDAToolkit_LIBRARY_DIR}")
   endif()
   # The runtime is linked statically into the libraries (CUDA::cudart_static),
-  # which needs libdl and librt beside it.
-  string(APPEND OPREG_PC_CUDA " -lcudart_static -ldl -lrt")
+  # which needs libdl and librt beside it; nvcc's objects need the C++ runtime.
+  string(APPEND OPREG_PC_CUDA " -lcudart_static -ldl -lrt -lstdc++")
 endif()
 # The plugin loader's dlopen.
 set(OPREG_PC_DL "")
