@@ -10,5 +10,6 @@
 #include "opreg/backend.h"
 #include "opreg/registry.h"
 #include "opreg/dispatch.h"
+#include "opreg/plugin.h"
 
 #endif
