@@ -9,6 +9,7 @@ packages=(
   clang-format                             # the formatting check
   libdlpack-dev                            # DLPack's DLTensor, opreg's tensor
   libdnnl-dev                              # oneDNN, for the CPU matmul kernels
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers  # the OpenCL backend plugin, run on the CPU
 )
 
 missing=()
