@@ -46,6 +46,14 @@ struct key_slot {
     char why[160];      /* why it is unavailable */
     bool plugin;        /* obtained by a plugin: its tables are allocated */
     bool released;      /* its plugin is gone: the next of that name may claim it */
+    /* Every table a plugin key has had, newest first: a reader may still
+     * hold an old one, so none is freed (there is one per load or unload). */
+    struct plugin_table *tables;
+};
+
+struct plugin_table {
+    opreg_backend b; /* first: the table's address is the struct's */
+    struct plugin_table *prev;
 };
 
 static struct key_slot keys[OPREG_MAX_KEYS] = {
@@ -181,8 +189,9 @@ static bool released_available(void *context, char *why, size_t cap) {
 opreg_status opreg__key_claim(opreg_dispatch_key *out, const opreg_backend *backend) {
     *out = OPREG_KEY_NONE;
     OPREG__TRY(check_table(backend));
-    opreg_backend *copy = malloc(sizeof *copy);
-    if (!copy) return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "backend: out of memory");
+    struct plugin_table *t = calloc(1, sizeof *t);
+    if (!t) return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "backend: out of memory");
+    opreg_backend *copy = &t->b;
     pthread_mutex_lock(&key_lock);
     int n = atomic_load_explicit(&key_count, memory_order_relaxed);
     for (int k = 0; k < n; k++) {
@@ -190,6 +199,8 @@ opreg_status opreg__key_claim(opreg_dispatch_key *out, const opreg_backend *back
         const opreg_backend *b = atomic_load_explicit(&s->backend, memory_order_relaxed);
         if (!name_eq(b->name, backend->name) || !s->released) continue;
         if (b->device_type != backend->device_type) break; /* refused below, by register */
+        t->prev = s->tables;
+        s->tables = t;
         fill_slot_into(k, backend, copy, true);
         s->released = false;
         pthread_mutex_unlock(&key_lock);
@@ -197,14 +208,16 @@ opreg_status opreg__key_claim(opreg_dispatch_key *out, const opreg_backend *back
         return OPREG_OK;
     }
     opreg_status st = register_locked(out, backend, copy);
+    if (st == OPREG_OK) keys[*out].tables = t;
     pthread_mutex_unlock(&key_lock);
-    if (st != OPREG_OK) free(copy);
+    if (st != OPREG_OK) free(t);
     return st;
 }
 
 void opreg__key_release(opreg_dispatch_key key, const char *why) {
     if (key < 0 || key >= opreg_key_count() || !keys[key].plugin) return;
-    opreg_backend *stub = calloc(1, sizeof *stub);
+    struct plugin_table *t = calloc(1, sizeof *t);
+    opreg_backend *stub = t ? &t->b : NULL;
     pthread_mutex_lock(&key_lock);
     struct key_slot *s = &keys[key];
     const opreg_backend *old = atomic_load_explicit(&s->backend, memory_order_relaxed);
@@ -218,6 +231,8 @@ void opreg__key_release(opreg_dispatch_key key, const char *why) {
         stub->flags = old->flags;
         stub->context = s;
         stub->is_available = released_available;
+        t->prev = s->tables;
+        s->tables = t;
         atomic_store_explicit(&s->backend, stub, memory_order_release);
     }
     s->released = true;

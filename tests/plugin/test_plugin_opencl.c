@@ -245,23 +245,27 @@ TEST(bad_inputs) {
     CHECK(cache_case(OPREG_DTYPE_F32, "auto", OPREG_DTYPE_F32, 1.0, 16));
     /* A position past the cache. */
     int64_t t[1] = { 2 }, q[2] = { 2, 16 }, c[2] = { 4, 16 };
-    DLTensor *pos = host_tensor(OPREG_DTYPE_I64, 1, t, 0, 0, true);
-    ((int64_t *)pos->data)[1] = 4;
-    DLTensor *qd = to_device(host_tensor(OPREG_DTYPE_F32, 2, q, 0, 0, true));
-    DLTensor *kd = to_device(host_tensor(OPREG_DTYPE_F32, 2, q, 0, 0, true));
-    DLTensor *cd = to_device(host_tensor(OPREG_DTYPE_F32, 2, c, 0, 0, true));
-    DLTensor *pd = to_device(pos);
+    DLTensor *h[4] = { host_tensor(OPREG_DTYPE_I64, 1, t, 0, 0, true),
+                       host_tensor(OPREG_DTYPE_F32, 2, q, 0, 0, true),
+                       host_tensor(OPREG_DTYPE_F32, 2, q, 0, 0, true),
+                       host_tensor(OPREG_DTYPE_F32, 2, c, 0, 0, true) };
+    ((int64_t *)h[0]->data)[1] = 4;
+    DLTensor *dv[4];
+    for (int i = 0; i < 4; i++)
+        dv[i] = to_device(h[i]);
     const opreg_op *op;
     CHECK_EQ_INT(opreg_op_find(&op, reg, "_C::rotary_embedding"), OPREG_OK);
-    opreg_value r[6] = {
-        TV(pd), TV(qd), TV(kd), opreg_int_value(16), TV(cd), opreg_bool_value(true)
-    };
-    CHECK_EQ_INT(opreg_call_boxed(op, r, 6, NULL, 0, NULL, 0), OPREG_ERR_INVALID_ARGUMENT);
-    CHECK_CONTAINS(opreg_last_error(), "token 1 uses cache row 4, outside cos_sin_cache's 4 rows");
-    opreg_tensor_free(pd);
-    opreg_tensor_free(qd);
-    opreg_tensor_free(kd);
-    opreg_tensor_free(cd);
+    opreg_value r[6] = { TV(dv[0]),           TV(dv[1]), TV(dv[2]),
+                         opreg_int_value(16), TV(dv[3]), opreg_bool_value(true) };
+    opreg_status st = opreg_call_boxed(op, r, 6, NULL, 0, NULL, 0);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", opreg_last_error());
+    for (int i = 0; i < 4; i++) {
+        opreg_tensor_free(dv[i]);
+        opreg_tensor_free(h[i]);
+    }
+    CHECK_EQ_INT(st, OPREG_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(msg, "token 1 uses cache row 4, outside cos_sin_cache's 4 rows");
 }
 
 TEST(supported_exactly) {
