@@ -125,6 +125,12 @@ int64_t opb_dim(op_builder *b, const char *name, int64_t def) {
     return v;
 }
 
+int64_t opb_count(op_builder *b, const char *name, int64_t def) {
+    int64_t v = lookup(b, name, def);
+    if (v < 0) opb_fail(b, "'%s' must be >= 0", name);
+    return v;
+}
+
 bool opb_flag(op_builder *b, const char *name, bool def) {
     int64_t v = lookup(b, name, def);
     if (v > 1) opb_fail(b, "'%s' is a flag: 0 or 1", name);

@@ -96,6 +96,8 @@ typedef struct op_builder op_builder;
 
 /* A size: the --shape value of @p name, or @p def; marks it used. */
 int64_t opb_dim(op_builder *b, const char *name, int64_t def);
+/* A count that may be 0 (e.g. row padding); marks it used. */
+int64_t opb_count(op_builder *b, const char *name, int64_t def);
 /* A flag (0 or 1) given like a size; marks it used. */
 bool opb_flag(op_builder *b, const char *name, bool def);
 /* Fail the build with a usage message (returns 0 for convenience). */

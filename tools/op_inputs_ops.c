@@ -24,6 +24,31 @@ static DLTensor *zeros(op_builder *b, opreg_dtype dt, const int64_t *shape, int 
     return opb_tensor(b, dt, ndim, shape);
 }
 
+/* A random [rows, width] tensor whose rows lie @p pad elements apart beyond
+ * their width (vLLM passes such views, e.g. query sliced out of a fused
+ * QKV projection); pad 0 gives a contiguous tensor. */
+static DLTensor *rnd_rows(op_builder *b, opreg_dtype dt, double lo, double hi, int64_t rows,
+                          int64_t width, int64_t pad) {
+    if (pad <= 0) return rnd(b, dt, lo, hi, DIMS(rows, width));
+    DLTensor *t = opb_tensor_strided(b, dt, 2, (const int64_t[]){ rows, width },
+                                     (const int64_t[]){ width + pad, 1 },
+                                     rows ? (rows - 1) * (width + pad) + width : 0);
+    opb_fill(b, t, lo, hi);
+    return t;
+}
+
+/* key or value [T, H, D] whose tokens lie @p pad elements apart beyond H*D
+ * (a slice of a fused KV tensor, as vLLM passes them). */
+static DLTensor *rnd_tokens(op_builder *b, opreg_dtype dt, int64_t t, int64_t h, int64_t d,
+                            int64_t pad) {
+    if (pad <= 0) return rnd(b, dt, -1, 1, DIMS(t, h, d));
+    DLTensor *x = opb_tensor_strided(b, dt, 3, (const int64_t[]){ t, h, d },
+                                     (const int64_t[]){ h * d + pad, d, 1 },
+                                     t ? (t - 1) * (h * d + pad) + h * d : 0);
+    opb_fill(b, x, -1, 1);
+    return x;
+}
+
 /* The first @p k of a random permutation of 0..n-1, into an index tensor. */
 static void distinct(op_builder *b, DLTensor *t, int64_t stride, int64_t k, int64_t n,
                      int64_t add) {
@@ -45,9 +70,10 @@ static void distinct(op_builder *b, DLTensor *t, int64_t stride, int64_t k, int6
 
 static void build_rms_norm(op_builder *b) {
     int64_t t = opb_dim(b, "tokens", 64), h = opb_dim(b, "hidden", 1024);
+    int64_t pad = opb_count(b, "row_pad", 0);
     opreg_dtype dt = opb_dtype(b);
     opb_arg_tensor(b, zeros(b, dt, DIMS(t, h)));
-    opb_arg_tensor(b, rnd(b, dt, -1, 1, DIMS(t, h)));
+    opb_arg_tensor(b, rnd_rows(b, dt, -1, 1, t, h, pad));
     opb_arg_tensor(b, rnd(b, dt, 0.5, 1.5, DIMS(h)));
     opb_arg(b, opreg_float_value(1e-6));
 }
@@ -150,8 +176,9 @@ static DLTensor *slots(op_builder *b, const kv_sizes *k) {
 static void build_reshape_and_cache(op_builder *b) {
     kv_sizes k = kv_dims(b, true, true);
     opreg_dtype dt = opb_dtype(b);
-    opb_arg_tensor(b, rnd(b, dt, -1, 1, DIMS(k.t, k.h, k.d)));
-    opb_arg_tensor(b, rnd(b, dt, -1, 1, DIMS(k.t, k.h, k.d)));
+    int64_t pad = opb_count(b, "row_pad", 0);
+    opb_arg_tensor(b, rnd_tokens(b, dt, k.t, k.h, k.d, pad));
+    opb_arg_tensor(b, rnd_tokens(b, dt, k.t, k.h, k.d, pad));
     opb_arg_tensor(b, zeros(b, k.cache_dt, DIMS(k.nb, k.h, k.d / k.x, k.bs, k.x)));
     opb_arg_tensor(b, zeros(b, k.cache_dt, DIMS(k.nb, k.h, k.d, k.bs)));
     opb_arg_tensor(b, slots(b, &k));
@@ -162,8 +189,9 @@ static void build_reshape_and_cache(op_builder *b) {
 static void build_reshape_and_cache_flash(op_builder *b) {
     kv_sizes k = kv_dims(b, true, true);
     opreg_dtype dt = opb_dtype(b);
-    opb_arg_tensor(b, rnd(b, dt, -1, 1, DIMS(k.t, k.h, k.d)));
-    opb_arg_tensor(b, rnd(b, dt, -1, 1, DIMS(k.t, k.h, k.d)));
+    int64_t pad = opb_count(b, "row_pad", 0);
+    opb_arg_tensor(b, rnd_tokens(b, dt, k.t, k.h, k.d, pad));
+    opb_arg_tensor(b, rnd_tokens(b, dt, k.t, k.h, k.d, pad));
     opb_arg_tensor(b, zeros(b, k.cache_dt, DIMS(k.nb, k.bs, k.h, k.d)));
     opb_arg_tensor(b, zeros(b, k.cache_dt, DIMS(k.nb, k.bs, k.h, k.d)));
     opb_arg_tensor(b, slots(b, &k));
@@ -303,16 +331,18 @@ static void build_paged_attention_v1(op_builder *b) {
         opb_arg(b, opreg_int_value(i == 3 ? 64 : 0));
 }
 
-/* int8 a [M,K] row-major, b [K,N] column-major; --dtype is out's. */
+/* int8 (or, with fp8=1, e4m3fn) a [M,K] row-major, b [K,N] column-major;
+ * --dtype is out's. */
 static void build_cutlass_scaled_mm(op_builder *b) {
     int64_t m = opb_dim(b, "tokens", 64), kk = opb_dim(b, "hidden", 1024);
-    int64_t n = opb_dim(b, "out_features", 1024);
+    int64_t n = opb_dim(b, "out_features", 1024), pad = opb_count(b, "row_pad", 0);
     bool per_token = opb_flag(b, "per_token", false),
          per_channel = opb_flag(b, "per_channel", false);
     bool bias = opb_flag(b, "bias", true);
+    opreg_dtype ab = opb_flag(b, "fp8", false) ? OPREG_DTYPE_F8_E4M3FN : OPREG_DTYPE_I8;
     opb_arg_tensor(b, zeros(b, opb_dtype(b), DIMS(m, n)));
-    opb_arg_tensor(b, rnd(b, OPREG_DTYPE_I8, -128, 128, DIMS(m, kk)));
-    DLTensor *bt = opb_tensor_strided(b, OPREG_DTYPE_I8, 2, (const int64_t[]){ kk, n },
+    opb_arg_tensor(b, rnd_rows(b, ab, -128, 128, m, kk, pad));
+    DLTensor *bt = opb_tensor_strided(b, ab, 2, (const int64_t[]){ kk, n },
                                       (const int64_t[]){ 1, kk }, kk * n);
     opb_fill(b, bt, -128, 128);
     opb_arg_tensor(b, bt);

@@ -303,8 +303,7 @@ opreg_status opreg__chk_cpu(const char *op, const char *arg, const opreg_tensor 
         char a[64];
         opreg_device_format(t->device, a, sizeof a);
         return opreg__fail(OPREG_ERR_UNSUPPORTED,
-                           "%s: argument '%s' is on %s; the reference kernel runs on the CPU", op,
-                           arg, a);
+                           "%s: argument '%s' is on %s; this kernel runs on the CPU", op, arg, a);
     }
     return OPREG_OK;
 }

@@ -253,14 +253,42 @@ CPU_KERNEL(reshape_and_cache_flash, 0, "key") {
     return OPREG_OK;
 }
 
+/* ---- attention ------------------------------------------------------------------------ */
+
+/* Head and block sizes past the fast kernel's stack buffers run the
+ * portable kernel. */
+CPU_KERNEL(paged_attention_v1, 1, "query") {
+    const opreg_tensor *out = TS(0), *q = TS(1), *kc = TS(2), *vc = TS(3), *bt = TS(6),
+                       *lens = TS(7), *alibi = OT(10);
+    int64_t bs = IV(8);
+    if (q->shape[2] > OPREG__CPU_PA_MAX_HEAD || bs > OPREG__CPU_PA_MAX_BLOCK)
+        return opreg__ref_paged_attention_v1(out, q, kc, vc, IV(4), FV(5), bt, lens, bs, IV(9),
+                                             alibi, SV(11), FV(12), IV(13), IV(14), IV(15), IV(16),
+                                             IV(17));
+    OPREG__TRY(opreg__check_paged_attention_v1_data(kc, bt, lens, bs, IV(9)));
+    opreg__cpu_paged_attention_v1(opreg__ptr(out), opreg__ptr(q), opreg__ptr(kc), opreg__ptr(vc),
+                                  opreg__ptr(bt), opreg__ptr(lens),
+                                  alibi ? opreg__ptr(alibi) : NULL, q->shape[0], q->shape[1], IV(4),
+                                  q->shape[2], kc->shape[4], bs, bt->shape[1], (float)FV(5),
+                                  opreg__dtype_of(q), opreg__kv_cache_kind(SV(11)), (float)FV(12));
+    return OPREG_OK;
+}
+
 /* ---- GEMM (oneDNN) ------------------------------------------------------------------------ */
 
+/* oneDNN where it covers the arguments (onednn.h); the portable kernel for
+ * the valid rest (fp8 operands, f16 results, padded rows), so the CPU key
+ * accepts exactly what the op's checks accept. */
 CPU_KERNEL(cutlass_scaled_mm, 1, "a") {
-    return opreg__onednn_scaled_mm((opreg_tensor *)TS(0), TS(1), TS(2), TS(3), TS(4), OT(5));
+    opreg_tensor *out = (opreg_tensor *)TS(0);
+    if (!opreg__onednn_scaled_mm_covers(out, TS(1), TS(2)))
+        return opreg__ref_cutlass_scaled_mm(out, TS(1), TS(2), TS(3), TS(4), OT(5));
+    return opreg__onednn_scaled_mm(out, TS(1), TS(2), TS(3), TS(4), OT(5));
 }
 
 static opreg_status onednn_linear(const opreg_tensor *out, const opreg_tensor *input,
                                   const opreg_tensor *weight, const opreg_tensor *bias) {
+    if (!opreg__onednn_linear_covers(input)) return opreg__ref_linear(out, input, weight, bias);
     return opreg__onednn_linear((opreg_tensor *)out, input, weight, bias);
 }
 
@@ -274,7 +302,7 @@ static opreg_status cpu_linear(void *context, const opreg_op *op, const opreg_va
 /* ---- the ops that run their reference kernel on the CPU --------------------------------- */
 
 #define OPREG__CPU_REFERENCE_OPS(X)                                                                \
-    X(copy_blocks) X(swap_blocks) X(moe_align_block_size) X(topk_softmax) X(paged_attention_v1)
+    X(copy_blocks) X(swap_blocks) X(moe_align_block_size) X(topk_softmax)
 #define REF_ON_CPU(op, arglist) OPREG__TABLE_KERNEL_SOME(cpu_ref, opreg__ref_, op, arglist)
 OPREG__CATALOGUE_OPS(REF_ON_CPU)
 #undef REF_ON_CPU
@@ -298,6 +326,7 @@ OPREG_LIBRARY_IMPL(_C, CPU, m) {
     OPREG_IMPL(m, "dynamic_scaled_int8_quant", cpu_dynamic_scaled_int8_quant, NULL);
     OPREG_IMPL(m, "cutlass_scaled_mm", cpu_cutlass_scaled_mm, NULL);
     OPREG_IMPL(m, "linear", cpu_linear, NULL);
+    OPREG_IMPL(m, "paged_attention_v1", cpu_paged_attention_v1, NULL);
 #define REF_IMPL(op) OPREG_IMPL(m, #op, cpu_ref_##op, NULL);
     OPREG__CPU_REFERENCE_OPS(REF_IMPL)
 #undef REF_IMPL

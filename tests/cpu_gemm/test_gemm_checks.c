@@ -2,8 +2,8 @@
  * thing about otherwise valid arguments, and both the check function and
  * the kernel must refuse it with the expected status, a message naming the
  * argument, and every buffer byte for byte unchanged. */
-#include "backends/cpu/onednn/check_gemm.h"
 #include "backends/cpu/onednn/onednn.h"
+#include "ops/ops_internal.h"
 #include "gemm_util.h"
 #include "test.h"
 
@@ -61,15 +61,16 @@ static int verify(int id, opreg_status check, opreg_status kernel, const struct 
     return 1;
 }
 
-/* ---- linear: x [3,8], w [5,8], b [5], out [3,5], f32 ---- */
+/* ---- linear: x [3,8], w [5,8], b [5], out [3,5], f32; the op calls its
+ * returned tensor 'result' ---- */
 
 static const struct expect linear_cases[] = {
-    { INV, "input" },  { INV, "weight" }, { INV, "out" },    { SHP, "input" },  { SHP, "weight" },
-    { SHP, "bias" },   { SHP, "out" },    { SHP, "input" },  { SHP, "weight" }, { SHP, "weight" },
-    { SHP, "bias" },   { SHP, "bias" },   { SHP, "out" },    { SHP, "out" },    { SHP, "input" },
-    { SHP, "weight" }, { SHP, "out" },    { SHP, "bias" },   { SHP, "input" },  { INV, "input" },
-    { INV, "weight" }, { INV, "bias" },   { INV, "out" },    { INV, "input" },  { INV, "weight" },
-    { INV, "bias" },   { DEV, "out" },    { DEV, "weight" }, { SHP, "input" },  { SHP, "input" },
+    { INV, "input" },  { INV, "weight" }, { INV, "result" }, { SHP, "input" },  { SHP, "weight" },
+    { SHP, "bias" },   { SHP, "result" }, { SHP, "input" },  { SHP, "weight" }, { SHP, "weight" },
+    { SHP, "bias" },   { SHP, "bias" },   { SHP, "result" }, { SHP, "result" }, { SHP, "input" },
+    { SHP, "weight" }, { SHP, "result" }, { SHP, "bias" },   { SHP, "input" },  { INV, "input" },
+    { INV, "weight" }, { INV, "bias" },   { INV, "result" }, { INV, "input" },  { INV, "weight" },
+    { INV, "bias" },   { DEV, "result" }, { DEV, "weight" }, { SHP, "input" },  { SHP, "input" },
 };
 
 static void linear_case(int id) {
@@ -178,11 +179,11 @@ static void linear_case(int id) {
         x.t.dtype.lanes = 2;
         break;
     default:
-        x.t.ndim = OPREG__GEMM_MAX_NDIM + 1;
+        x.t.ndim = OPREG__MAX_DIMS + 1;
         break;
     }
     snap_take(&s);
-    check = opreg__gemm_check_linear(po, px, pw, pb);
+    check = opreg__onednn_check_linear(po, px, pw, pb);
     kernel = opreg__onednn_linear(po, px, pw, pb);
     if (!verify(id, check, kernel, &linear_cases[id], snap_same(&s)))
         TEST_FAIL_AT("linear bad-input case %d", id);
@@ -346,7 +347,7 @@ static void mm_case(int id) {
         break;
     }
     snap_take(&s);
-    check = opreg__gemm_check_scaled_mm(po, pa, pb, pas, pbs, &bias.t);
+    check = opreg__onednn_check_scaled_mm(po, pa, pb, pas, pbs, &bias.t);
     kernel = opreg__onednn_scaled_mm(po, pa, pb, pas, pbs, &bias.t);
     if (!verify(id, check, kernel, &mm_cases[id], snap_same(&s)))
         TEST_FAIL_AT("scaled_mm bad-input case %d", id);
@@ -371,7 +372,7 @@ TEST(valid_fixtures_pass) {
     tt_2d(&x, OPREG_DTYPE_F32, 3, 8);
     tt_2d(&w, OPREG_DTYPE_F32, 5, 8);
     tt_2d(&out, OPREG_DTYPE_F32, 3, 5);
-    CHECK_EQ_INT(opreg__gemm_check_linear(&out.t, &x.t, &w.t, NULL), OPREG_OK);
+    CHECK_EQ_INT(opreg__onednn_check_linear(&out.t, &x.t, &w.t, NULL), OPREG_OK);
     tt_free(&x);
     tt_free(&w);
     tt_free(&out);

@@ -1,8 +1,9 @@
 /* opreg__onednn_linear against a double-accumulating reference, for f32 and
  * bf16, with and without bias, over shapes that miss every vector width:
  * M = 1, odd N, K not a multiple of 16, a 3-d input and K = 0. */
-#include "backends/cpu/onednn/check_gemm.h"
 #include "backends/cpu/onednn/onednn.h"
+#include "ops/check/check.h"
+#include "ops/ops_internal.h"
 #include "gemm_util.h"
 #include "test.h"
 
@@ -129,15 +130,15 @@ TEST(linear_k0) {
     tt_free(&out);
 }
 
-/* The Meta-function helper works on Meta tensors (no data, no CPU). */
+/* The op's shape check, which the Meta function uses, works on Meta tensors (no data, no CPU). */
 TEST(linear_out_shape_meta) {
-    int64_t in_shape[3] = { 4, 5, 32 }, w_shape[2] = { 7, 32 }, shape[OPREG__GEMM_MAX_NDIM];
+    int64_t in_shape[3] = { 4, 5, 32 }, w_shape[2] = { 7, 32 }, shape[OPREG__MAX_DIMS];
     opreg_tensor *x = NULL, *w = NULL;
     int ndim = 0;
     opreg_dtype dt = OPREG_DTYPE_F32;
     CHECK_EQ_INT(opreg_tensor_empty_meta(&x, OPREG_DTYPE_BF16, 3, in_shape), OPREG_OK);
     CHECK_EQ_INT(opreg_tensor_empty_meta(&w, OPREG_DTYPE_BF16, 2, w_shape), OPREG_OK);
-    CHECK_EQ_INT(opreg__gemm_linear_out_shape(x, w, NULL, &ndim, shape, &dt), OPREG_OK);
+    CHECK_EQ_INT(opreg__check_linear(x, w, NULL, &ndim, shape, &dt), OPREG_OK);
     CHECK_EQ_INT(ndim, 3);
     CHECK_EQ_INT(shape[0], 4);
     CHECK_EQ_INT(shape[1], 5);

@@ -346,7 +346,7 @@ TEST(bad_inputs) {
     setup();
     DST->device.device_type = kDLCUDA;
     EXPECT_REFUSED(OPREG_ERR_UNSUPPORTED,
-                   "'dst' is on cuda:0; the reference kernel runs on the CPU", SB);
+                   "'dst' is on cuda:0; this kernel runs on the CPU", SB);
 #undef SB
     setup();
     tt_to_meta(KEY);

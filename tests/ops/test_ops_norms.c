@@ -207,7 +207,7 @@ TEST(rms_norm_bad_inputs) {
     X->device.device_type = kDLCUDA;
     O->device.device_type = kDLCUDA;
     W->device.device_type = kDLCUDA;
-    EXPECT_REFUSED(OPREG_ERR_UNSUPPORTED, "reference kernel runs on the CPU", RMS);
+    EXPECT_REFUSED(OPREG_ERR_UNSUPPORTED, "this kernel runs on the CPU", RMS);
 #undef RMS
 #define FA opreg__ref_fused_add_rms_norm(X, R, W, 1e-6)
     setup();

@@ -64,6 +64,50 @@ struct opreg__quant_args {
     int dt;
 };
 
+/* paged_attention_v1: work item r is sequence r / hkv, KV head r % hkv.
+ * fp8 caches (kind 1 e4m3fn, 2 e5m2) decode through lut (code * kv_scale);
+ * kind 0 caches are in dt, the query's dtype. */
+struct opreg__pa_args {
+    void *out;
+    const void *q, *kc, *vc;
+    const int32_t *bt, *len;
+    const float *alibi;
+    int64_t hq, hkv, d, x, bs, max_blocks;
+    float scale;
+    int dt, kind;
+    float lut[256];
+};
+
+/* The portable paged_attention_v1 over items [r0, r1). */
+void opreg__cpu_pa_portable_range(const void *args, int64_t r0, int64_t r1);
+
+/* One block of the online softmax of one query head. In: lg[0..n) the raw
+ * q.k of the block's first n tokens, the first of which is @p pos0 - 1
+ * positions before the sequence's last (ALiBi's j - L + 1). Out: lg[0..bs)
+ * the block's probabilities under the new running maximum *m (0 past n);
+ * *sum and acc[0..d) rescaled to that maximum, and *sum plus this block. */
+static inline void opreg__pa_softmax_block(float *lg, int64_t n, int64_t bs, float scale,
+                                           float slope, int64_t pos0, float *m, float *sum,
+                                           float *acc, int64_t d) {
+    float mx = *m, rescale;
+    for (int64_t off = 0; off < n; off++) {
+        lg[off] = scale * lg[off] + slope * (float)(pos0 + off);
+        if (lg[off] > mx) mx = lg[off];
+    }
+    rescale = expf(*m - mx);
+    *m = mx;
+    *sum *= rescale;
+    for (int64_t i = 0; i < d; i++)
+        acc[i] *= rescale;
+    for (int64_t off = 0; off < bs; off++) {
+        lg[off] = off < n ? expf(lg[off] - mx) : 0.0f;
+        *sum += lg[off];
+    }
+}
+
+/* Query heads that one pass over a KV head's blocks serves. */
+#define OPREG__CPU_PA_HEADS 8
+
 /* Processes rows (or chunks) [r0, r1) of the op whose args @p a points to. */
 typedef void (*opreg__cpu_range_fn)(const void *a, int64_t r0, int64_t r1);
 
@@ -73,6 +117,8 @@ struct opreg__cpu_simd {
     opreg__cpu_range_fn gated, elementwise;
     opreg__cpu_range_fn rotary;
     opreg__cpu_range_fn int8_static, int8_dynamic, fp8_static, amax;
+    /* NULL when the call's sizes do not suit the path: see attention.c. */
+    opreg__cpu_range_fn attention;
 };
 
 extern const struct opreg__cpu_simd opreg__cpu_simd_avx2;

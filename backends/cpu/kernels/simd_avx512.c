@@ -18,6 +18,7 @@
 #include "backends/cpu/kernels/act_simd.h"
 #include "backends/cpu/kernels/rotary_simd.h"
 #include "backends/cpu/kernels/quant_simd.h"
+#include "backends/cpu/kernels/attention_simd.h"
 
 const struct opreg__cpu_simd opreg__cpu_simd_avx512 = {
     .rms_norm = rms_norm_range,
@@ -29,6 +30,7 @@ const struct opreg__cpu_simd opreg__cpu_simd_avx512 = {
     .int8_dynamic = int8_dynamic_range,
     .fp8_static = fp8_static_range,
     .amax = amax_range,
+    .attention = attention_range,
 };
 
 #if defined(__clang__)

@@ -19,6 +19,7 @@
 #include "backends/cpu/kernels/act_simd.h"
 #include "backends/cpu/kernels/rotary_simd.h"
 #include "backends/cpu/kernels/quant_simd.h"
+#include "backends/cpu/kernels/attention_simd.h"
 
 const struct opreg__cpu_simd opreg__cpu_simd_avx512bf16 = {
     .rms_norm = rms_norm_range,
@@ -30,6 +31,7 @@ const struct opreg__cpu_simd opreg__cpu_simd_avx512bf16 = {
     .int8_dynamic = int8_dynamic_range,
     .fp8_static = fp8_static_range,
     .amax = amax_range,
+    .attention = attention_range,
 };
 
 #if defined(__clang__)

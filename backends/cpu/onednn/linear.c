@@ -12,7 +12,7 @@
  * runs the f32 matmul and rounds the result to bf16 once. Both give one
  * rounding of an f32-accumulated sum. The bias is passed as f32 in both
  * cases: exact, and the bias type every bf16 matmul implementation takes. */
-#include "backends/cpu/onednn/check_gemm.h"
+#include "backends/cpu/onednn/onednn.h"
 #include "backends/cpu/onednn/onednn_internal.h"
 
 #include <stdio.h>
@@ -108,7 +108,7 @@ opreg_status opreg__onednn_linear(opreg_tensor *out, const opreg_tensor *input,
     opreg__mm_key key;
     opreg__mm_prim *prim;
     opreg_status st;
-    OPREG__TRY(opreg__gemm_check_linear(out, input, weight, bias));
+    OPREG__TRY(opreg__onednn_check_linear(out, input, weight, bias));
     dt = input->dtype.code == kDLBfloat ? OPREG_DTYPE_BF16 : OPREG_DTYPE_F32;
     m = leading_rows(input);
     n = weight->shape[0];

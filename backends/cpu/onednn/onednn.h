@@ -3,7 +3,7 @@
  * header needs no oneDNN header, so tests and tools can include it.
  *
  * Every function is thread-safe. The kernels check their arguments with the
- * functions of check_gemm.h before writing anything, and set
+ * check functions below before writing anything, and set
  * opreg_last_error() on failure. Tensors are borrowed for the call only. */
 #ifndef OPREG_BACKENDS_CPU_ONEDNN_H
 #define OPREG_BACKENDS_CPU_ONEDNN_H
@@ -27,6 +27,23 @@ opreg_status opreg__onednn_linear(opreg_tensor *out, const opreg_tensor *input,
 opreg_status opreg__onednn_scaled_mm(opreg_tensor *out, const opreg_tensor *a,
                                      const opreg_tensor *b, const opreg_tensor *a_scales,
                                      const opreg_tensor *b_scales, const opreg_tensor *bias);
+
+/* The argument checks of the two kernels: the op's checks of ops/check/
+ * (shared with the Meta and Reference kernels), host memory, then
+ * ::OPREG_ERR_UNSUPPORTED for a valid configuration that the oneDNN path
+ * does not cover (see the _covers functions). Nothing is written. */
+opreg_status opreg__onednn_check_linear(const opreg_tensor *out, const opreg_tensor *input,
+                                        const opreg_tensor *weight, const opreg_tensor *bias);
+opreg_status opreg__onednn_check_scaled_mm(const opreg_tensor *out, const opreg_tensor *a,
+                                           const opreg_tensor *b, const opreg_tensor *a_scales,
+                                           const opreg_tensor *b_scales, const opreg_tensor *bias);
+
+/* For arguments that passed the op's checks: whether the oneDNN kernel
+ * covers them. linear: f32 or bf16. cutlass_scaled_mm: int8 a and b, f32 or
+ * bf16 out, a's rows and b's columns K elements apart. */
+bool opreg__onednn_linear_covers(const opreg_tensor *input);
+bool opreg__onednn_scaled_mm_covers(const opreg_tensor *out, const opreg_tensor *a,
+                                    const opreg_tensor *b);
 
 /* How many oneDNN primitives this process has created (cache misses). A
  * repeated call with the same shapes and dtypes does not raise it. */

@@ -31,7 +31,7 @@
  *
  * int32 accumulation is exact while K * 128 * 128 < 2^31, i.e. K < 131072,
  * as in CUTLASS; larger K wraps in both. */
-#include "backends/cpu/onednn/check_gemm.h"
+#include "backends/cpu/onednn/onednn.h"
 #include "backends/cpu/onednn/onednn_internal.h"
 
 #include <string.h>
@@ -110,7 +110,7 @@ opreg_status opreg__onednn_scaled_mm(opreg_tensor *out, const opreg_tensor *a,
     int32_t *acc;
     const float *as;
     opreg__mm_epilogue e;
-    OPREG__TRY(opreg__gemm_check_scaled_mm(out, a, b, a_scales, b_scales, bias));
+    OPREG__TRY(opreg__onednn_check_scaled_mm(out, a, b, a_scales, b_scales, bias));
     m = a->shape[0];
     k = a->shape[1];
     n = b->shape[1];

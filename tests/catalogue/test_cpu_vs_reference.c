@@ -1,0 +1,168 @@
+/* Every op of the catalogue, on the CPU key, against its Reference kernel:
+ * each dtype the op takes, over shapes chosen to miss the vector widths
+ * (1 and odd sizes), single rows, long rows, strided rows where the op
+ * allows them, and each option (fp8 caches, per-token scales, GPT-J
+ * rotation, ALiBi, no bias). Both calls get byte-identical copies of the
+ * same random inputs; every written and returned tensor is compared with
+ * the dtype's tolerance (tools/op_inputs.h). The whole table runs once per
+ * instruction-set path this CPU has (portable, AVX2, AVX-512, ...). */
+#include "backends/cpu/kernels/cpu_kernels.h"
+#include "test.h"
+#include "tools/op_inputs.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define NORM                                                                                       \
+    "tokens=1,hidden=1", "tokens=3,hidden=37", "tokens=9,hidden=4100", "tokens=2,hidden=70001"
+#define ROTARY                                                                                     \
+    "tokens=1,heads=1,kv_heads=1,head_size=2,max_pos=4",                                           \
+        "tokens=5,heads=3,kv_heads=1,head_size=66,rot_dim=34,gptj=1,max_pos=64",                   \
+        "tokens=7,heads=4,kv_heads=2,head_size=80,max_pos=64,gptj=1",                              \
+        "tokens=33,heads=2,kv_heads=2,head_size=128,rot_dim=64,max_pos=256"
+#define KV_CACHE                                                                                   \
+    "tokens=1,kv_heads=1,head_size=16,blocks=1,block_size=1",                                      \
+        "tokens=13,kv_heads=3,head_size=48,blocks=5,block_size=4,row_pad=24",                      \
+        "tokens=40,kv_heads=2,head_size=64,blocks=8,block_size=8,kv_fp8=1"
+#define BLOCKS(extra)                                                                              \
+    "kv_heads=1,head_size=16,blocks=2,block_size=1,pairs=1" extra,                                 \
+        "kv_heads=3,head_size=48,blocks=9,block_size=5,pairs=4" extra
+#define GEMM                                                                                       \
+    "tokens=1,hidden=1,out_features=1", "tokens=5,hidden=33,out_features=17,bias=0",               \
+        "tokens=70,hidden=300,out_features=65"
+
+typedef struct op_case {
+    const char *op;
+    const char *shapes[8];
+} op_case;
+
+static const op_case cases[] = {
+    { "rms_norm", { NORM, "tokens=5,hidden=33,row_pad=7" } },
+    { "fused_add_rms_norm", { NORM } },
+    { "silu_and_mul", { NORM } },
+    { "gelu_and_mul", { NORM } },
+    { "gelu_tanh_and_mul", { NORM } },
+    { "gelu_new", { NORM } },
+    { "gelu_fast", { NORM } },
+    { "gelu_quick", { NORM } },
+    { "rotary_embedding", { ROTARY } },
+    { "batched_rotary_embedding", { ROTARY } },
+    { "reshape_and_cache", { KV_CACHE } },
+    { "reshape_and_cache_flash", { KV_CACHE } },
+    { "copy_blocks", { BLOCKS(",layers=1"), BLOCKS(",layers=3") } },
+    { "swap_blocks", { BLOCKS("") } },
+    { "static_scaled_fp8_quant", { NORM } },
+    { "dynamic_scaled_fp8_quant", { NORM } },
+    { "static_scaled_int8_quant", { NORM } },
+    { "dynamic_scaled_int8_quant", { NORM } },
+    { "moe_align_block_size",
+      { "tokens=1,topk=1,experts=1,block_size=1", "tokens=37,topk=3,experts=7,block_size=5",
+        "tokens=300,topk=2,experts=64,block_size=16" } },
+    { "topk_softmax",
+      { "tokens=1,experts=1,topk=1", "tokens=9,experts=7,topk=3",
+        "tokens=130,experts=64,topk=8" } },
+    { "paged_attention_v1",
+      { "seqs=1,heads=1,kv_heads=1,head_size=64,max_seq_len=1,block_size=8,blocks=1",
+        "seqs=3,heads=4,kv_heads=2,head_size=64,max_seq_len=37,block_size=16,blocks=12,alibi=1",
+        "seqs=2,heads=2,kv_heads=2,head_size=80,max_seq_len=50,block_size=8,blocks=16,kv_fp8=1",
+        "seqs=2,heads=8,kv_heads=1,head_size=32,max_seq_len=9,block_size=1,blocks=20",
+        "seqs=1,heads=12,kv_heads=12,head_size=256,max_seq_len=70,block_size=32,blocks=3" } },
+    { "cutlass_scaled_mm",
+      { GEMM, "tokens=9,hidden=40,out_features=24,per_token=1,per_channel=1,row_pad=5",
+        "tokens=6,hidden=32,out_features=10,fp8=1,per_channel=1" } },
+    { "linear", { GEMM } },
+};
+
+static opreg_status call(const opreg_op *op, opreg_dispatch_key key, op_inputs *in) {
+    return opreg_call_boxed_key(op, key, op_inputs_args(in), op_inputs_nargs(in), NULL, 0,
+                                op_inputs_rets(in), op_inputs_nrets(in));
+}
+
+/* One op, dtype and shape: CPU and Reference on clones of the same inputs. */
+static void run_one(const opreg_op *op, const char *name, int dtype, const char *shape_text) {
+    op_shape shape;
+    op_inputs *base = NULL, *cpu = NULL, *ref = NULL;
+    op_diff diff;
+    char err[256] = "";
+    const char *dt = opreg_dtype_name((opreg_dtype)dtype);
+    if (op_shape_parse(&shape, shape_text, err, sizeof err) != 0) {
+        TEST_FAIL_AT("%s %s: bad shape '%s': %s", name, dt, shape_text, err);
+        return;
+    }
+    if (op_inputs_build(&base, op, dtype, &shape, 42, err, sizeof err) != OPREG_OK) {
+        TEST_FAIL_AT("%s %s %s: building inputs: %s %s", name, dt, shape_text, err,
+                     opreg_last_error());
+        return;
+    }
+    CHECK_EQ_INT(op_inputs_clone(&cpu, base), OPREG_OK);
+    CHECK_EQ_INT(op_inputs_clone(&ref, base), OPREG_OK);
+    if (cpu && ref) {
+        opreg_status sc = call(op, OPREG_KEY_CPU, cpu);
+        if (sc != OPREG_OK)
+            TEST_FAIL_AT("%s %s %s: CPU: %s", name, dt, shape_text, opreg_last_error());
+        opreg_status sr = call(op, OPREG_KEY_REFERENCE, ref);
+        if (sr != OPREG_OK)
+            TEST_FAIL_AT("%s %s %s: Reference: %s", name, dt, shape_text, opreg_last_error());
+        if (sc == OPREG_OK && sr == OPREG_OK) {
+            op_inputs_compare(&diff, cpu, ref);
+            if (!diff.ok)
+                TEST_FAIL_AT("%s %s %s: %s%s (max abs %g, rel %g; %lld of %lld bad)", name, dt,
+                             shape_text, diff.why, diff.first_bad, diff.max_abs, diff.max_rel,
+                             (long long)diff.bad, (long long)diff.checked);
+            CHECK(diff.checked > 0);
+        }
+    }
+    op_inputs_free(cpu);
+    op_inputs_free(ref);
+    op_inputs_free(base);
+}
+
+static void run_table(void) {
+    int runs = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const op_builder_entry *e = op_builders;
+        char full[96];
+        const opreg_op *op = NULL;
+        while (e->name && strcmp(e->name, cases[c].op) != 0)
+            e++;
+        snprintf(full, sizeof full, "_C::%s", cases[c].op);
+        CHECK_EQ_INT(opreg_op_find(&op, opreg_registry_default(), full), OPREG_OK);
+        if (!e->name || !op) {
+            TEST_FAIL_AT("%s: no builder or no op", full);
+            continue;
+        }
+        for (int dt = 0; dt < 32; dt++) {
+            if (!(e->dtypes & (1u << dt))) continue;
+            for (size_t s = 0; s < 8 && cases[c].shapes[s]; s++) {
+                run_one(op, full, dt, cases[c].shapes[s]);
+                runs++;
+            }
+        }
+    }
+    printf("  %s: %d op x dtype x shape runs\n", opreg__cpu_isa_name(opreg__cpu_isa()), runs);
+}
+
+TEST(every_op_every_dtype_every_shape) {
+    int detected = opreg__cpu_isa_detected();
+    for (int isa = OPREG__ISA_PORTABLE; isa <= detected; isa++) {
+        opreg__cpu_set_isa_limit(isa);
+        run_table();
+    }
+    opreg__cpu_set_isa_limit(detected);
+}
+
+/* Every op of the catalogue has a row above. */
+TEST(table_covers_the_catalogue) {
+    for (const op_builder_entry *e = op_builders; e->name; e++) {
+        bool found = false;
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+            found |= strcmp(cases[c].op, e->name) == 0;
+        if (!found) TEST_FAIL_AT("no shapes for %s", e->name);
+    }
+}
+
+int main(void) {
+    RUN(table_covers_the_catalogue);
+    RUN(every_op_every_dtype_every_shape);
+    return test_summary();
+}
