@@ -19,17 +19,57 @@
 #define OPREG__DTS_ANY   0xFFFFFFFFu
 #define OPREG__MAX_DIMS  16
 
-/* The opreg dtype of a tensor, or OPREG__DT_NONE. */
-int opreg__dtype_of(const opreg_tensor *t);
+extern const int8_t opreg__dtype_table[16][4];
+
+/* The opreg dtype of a tensor, or OPREG__DT_NONE. Inline, as every check
+ * asks it several times per call. */
+static inline int opreg__dtype_of(const opreg_tensor *t) {
+    DLDataType d = t->dtype;
+    int b = d.bits == 8 ? 0 : d.bits == 16 ? 1 : d.bits == 32 ? 2 : d.bits == 64 ? 3 : -1;
+    if (d.lanes != 1 || d.code >= 16 || b < 0) return OPREG__DT_NONE;
+    return opreg__dtype_table[d.code][b];
+}
 
 /* Element size in bytes of an opreg dtype (0 when unknown). */
-size_t opreg__dtype_bytes(int dt);
+static inline size_t opreg__dtype_bytes(int dt) {
+    switch (dt) {
+    case OPREG_DTYPE_U8:
+    case OPREG_DTYPE_I8:
+    case OPREG_DTYPE_BOOL:
+    case OPREG_DTYPE_F8_E4M3FN:
+    case OPREG_DTYPE_F8_E5M2:
+        return 1;
+    case OPREG_DTYPE_I16:
+    case OPREG_DTYPE_F16:
+    case OPREG_DTYPE_BF16:
+        return 2;
+    case OPREG_DTYPE_I32:
+    case OPREG_DTYPE_F32:
+        return 4;
+    case OPREG_DTYPE_I64:
+    case OPREG_DTYPE_F64:
+        return 8;
+    default:
+        return 0;
+    }
+}
 
 /* Stride of dimension @p dim in elements (strides NULL = row-major). */
-int64_t opreg__stride(const opreg_tensor *t, int dim);
+static inline int64_t opreg__stride(const opreg_tensor *t, int dim) {
+    int64_t s = 1;
+    if (t->strides) return t->strides[dim];
+    for (int d = t->ndim - 1; d > dim; d--)
+        s *= t->shape[d];
+    return s;
+}
 
 /* numel over all dims; 1 for a 0-d tensor. */
-int64_t opreg__numel(const opreg_tensor *t);
+static inline int64_t opreg__numel(const opreg_tensor *t) {
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= t->shape[d];
+    return n;
+}
 
 /* First element's address. */
 static inline void *opreg__ptr(const opreg_tensor *t) {

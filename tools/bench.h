@@ -27,7 +27,8 @@ void bench_progress(const struct bench_ctx *ctx, const char *fmt, ...);
 #define OPREG_BENCH_SUITES(X)                                                                      \
     X(schema, "parse the native_functions corpus")                                                 \
     X(dispatch, "call, look up and query a 4-argument op through the registry")                    \
-    X(ops, "memory-bound ops beside a STREAM triad, linear beside raw oneDNN")
+    X(ops, "memory-bound ops beside a STREAM triad, linear beside raw oneDNN")                     \
+    X(python, "a call of opreg.ops._C.rms_norm from Python beside a trivial function call")
 
 #define X(name, summary) int bench_##name(const struct bench_ctx *ctx);
 OPREG_BENCH_SUITES(X)

@@ -6,86 +6,26 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-int opreg__dtype_of(const opreg_tensor *t) {
-    DLDataType d = t->dtype;
-    if (d.lanes != 1) return OPREG__DT_NONE;
-    switch (d.code) {
-    case kDLInt:
-        switch (d.bits) {
-        case 8:
-            return OPREG_DTYPE_I8;
-        case 16:
-            return OPREG_DTYPE_I16;
-        case 32:
-            return OPREG_DTYPE_I32;
-        case 64:
-            return OPREG_DTYPE_I64;
-        default:
-            return OPREG__DT_NONE;
-        }
-    case kDLUInt:
-        return d.bits == 8 ? OPREG_DTYPE_U8 : OPREG__DT_NONE;
-    case kDLFloat:
-        switch (d.bits) {
-        case 16:
-            return OPREG_DTYPE_F16;
-        case 32:
-            return OPREG_DTYPE_F32;
-        case 64:
-            return OPREG_DTYPE_F64;
-        default:
-            return OPREG__DT_NONE;
-        }
-    case kDLBfloat:
-        return d.bits == 16 ? OPREG_DTYPE_BF16 : OPREG__DT_NONE;
-    case OPREG_DL_BOOL:
-        return d.bits == 8 ? OPREG_DTYPE_BOOL : OPREG__DT_NONE;
-    case OPREG_DL_FLOAT8_E4M3FN:
-        return d.bits == 8 ? OPREG_DTYPE_F8_E4M3FN : OPREG__DT_NONE;
-    case OPREG_DL_FLOAT8_E5M2:
-        return d.bits == 8 ? OPREG_DTYPE_F8_E5M2 : OPREG__DT_NONE;
-    default:
-        return OPREG__DT_NONE;
-    }
-}
-
-size_t opreg__dtype_bytes(int dt) {
-    switch (dt) {
-    case OPREG_DTYPE_U8:
-    case OPREG_DTYPE_I8:
-    case OPREG_DTYPE_BOOL:
-    case OPREG_DTYPE_F8_E4M3FN:
-    case OPREG_DTYPE_F8_E5M2:
-        return 1;
-    case OPREG_DTYPE_I16:
-    case OPREG_DTYPE_F16:
-    case OPREG_DTYPE_BF16:
-        return 2;
-    case OPREG_DTYPE_I32:
-    case OPREG_DTYPE_F32:
-        return 4;
-    case OPREG_DTYPE_I64:
-    case OPREG_DTYPE_F64:
-        return 8;
-    default:
-        return 0;
-    }
-}
-
-int64_t opreg__stride(const opreg_tensor *t, int dim) {
-    int64_t s = 1;
-    if (t->strides) return t->strides[dim];
-    for (int d = t->ndim - 1; d > dim; d--)
-        s *= t->shape[d];
-    return s;
-}
-
-int64_t opreg__numel(const opreg_tensor *t) {
-    int64_t n = 1;
-    for (int d = 0; d < t->ndim; d++)
-        n *= t->shape[d];
-    return n;
-}
+/* By DLPack code and log2(bits / 8); -1 (OPREG__DT_NONE) where opreg has
+ * no dtype. */
+const int8_t opreg__dtype_table[16][4] = {
+    [kDLInt] = { OPREG_DTYPE_I8, OPREG_DTYPE_I16, OPREG_DTYPE_I32, OPREG_DTYPE_I64 },
+    [kDLUInt] = { OPREG_DTYPE_U8, -1, -1, -1 },
+    [kDLFloat] = { -1, OPREG_DTYPE_F16, OPREG_DTYPE_F32, OPREG_DTYPE_F64 },
+    [3] = { -1, -1, -1, -1 },
+    [kDLBfloat] = { -1, OPREG_DTYPE_BF16, -1, -1 },
+    [5] = { -1, -1, -1, -1 },
+    [OPREG_DL_BOOL] = { OPREG_DTYPE_BOOL, -1, -1, -1 },
+    [7] = { -1, -1, -1, -1 },
+    [8] = { -1, -1, -1, -1 },
+    [9] = { -1, -1, -1, -1 },
+    [OPREG_DL_FLOAT8_E4M3FN] = { OPREG_DTYPE_F8_E4M3FN, -1, -1, -1 },
+    [11] = { -1, -1, -1, -1 },
+    [OPREG_DL_FLOAT8_E5M2] = { OPREG_DTYPE_F8_E5M2, -1, -1, -1 },
+    [13] = { -1, -1, -1, -1 },
+    [14] = { -1, -1, -1, -1 },
+    [15] = { -1, -1, -1, -1 },
+};
 
 static const char *dtype_name(int dt) {
     const char *n = dt == OPREG__DT_NONE ? NULL : opreg_dtype_name((opreg_dtype)dt);
@@ -244,6 +184,11 @@ static void byte_range(const opreg_tensor *t, int handle, uintptr_t *lo, uintptr
     int64_t neg = 0, pos = 0;
     if (opreg__numel(t) == 0) {
         *lo = *hi = base;
+        return;
+    }
+    if (!t->strides) { /* row-major: numel elements from base */
+        *lo = base;
+        *hi = base + (uintptr_t)(opreg__numel(t) * es);
         return;
     }
     for (int d = 0; d < t->ndim; d++) {

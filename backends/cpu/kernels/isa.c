@@ -111,8 +111,11 @@ const struct opreg__cpu_simd *opreg__cpu_simd(void) {
 void opreg__cpu_parallel(opreg__cpu_range_fn fn, const void *a, int64_t rows, int64_t bytes) {
 #ifdef _OPENMP
     int64_t nt = bytes / MIN_BYTES_PER_THREAD;
-    int64_t max = omp_get_max_threads();
-    if (nt > max) nt = max;
+    /* Small calls never ask OpenMP anything. */
+    if (nt > 1) {
+        int64_t max = omp_get_max_threads();
+        if (nt > max) nt = max;
+    }
     if (nt > rows) nt = rows;
     if (nt > 1) {
         /* Contiguous ranges, one per thread: each thread streams its own part

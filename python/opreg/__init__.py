@@ -1,0 +1,131 @@
+"""opreg from Python: the ops of opreg's default registry, called on any
+DLPack tensor (numpy, torch, ...) without a copy.
+
+    import numpy as np, opreg
+    x = np.random.rand(4, 64).astype(np.float32)
+    w = np.ones(64, np.float32)
+    out = np.empty_like(x)
+    opreg.ops._C.rms_norm(out, x, w, 1e-6)       # writes into out
+
+Ops are reached as ``opreg.ops.<namespace>.<name>`` and, for an overload,
+``opreg.ops.<namespace>.<name>.<overload>`` (``.default`` is the op without
+one). Arguments follow the op's schema: positional or by keyword, defaults
+filled in, a ``Tensor!`` argument must be writable. An op that returns a
+tensor gives an :class:`opreg.Tensor`, which numpy.from_dlpack() and
+torch.from_dlpack() take without a copy. Every error that opreg reports is
+raised as :class:`opreg.Error` (a RuntimeError) with opreg's message.
+"""
+
+from ._opreg import (  # noqa: F401  (the public names of the package)
+    Error,
+    Op as _Op,
+    Tensor,
+    explain,
+    is_op_supported,
+    list_ops,
+    load_plugin,
+    schema,
+    version,
+)
+
+__version__ = version()
+__all__ = [
+    "Error",
+    "OpNotFoundError",
+    "Tensor",
+    "explain",
+    "is_op_supported",
+    "list_ops",
+    "load_plugin",
+    "ops",
+    "schema",
+    "version",
+]
+
+
+class OpNotFoundError(Error, AttributeError):
+    """An unknown op or overload reached as an attribute of opreg.ops: an
+    opreg.Error (with opreg's message, and its nearest names) that is also an
+    AttributeError, so hasattr() and getattr(..., default) work."""
+
+
+def _not_found(exc):
+    err = OpNotFoundError(str(exc))
+    err.status = getattr(exc, "status", None)
+    err.status_name = getattr(exc, "status_name", None)
+    return err
+
+
+class OpOverload(_Op):
+    """One overload of an op: call it to run the op."""
+
+    __slots__ = ()
+
+
+class OpOverloadPacket(_Op):
+    """An op by name (the overload without a name), with its overloads as
+    attributes: ``opreg.ops._C.add`` runs ``_C::add``, ``opreg.ops._C.add.out``
+    runs ``_C::add.out`` and ``.default`` is the packet's own op."""
+
+    def __getattr__(self, overload):
+        if overload.startswith("__"):
+            raise AttributeError(overload)
+        if overload == "default":
+            value = self
+        else:
+            try:
+                value = OpOverload(self.name + "." + overload)
+            except Error as exc:
+                raise _not_found(exc) from None
+        setattr(self, overload, value)  # found once: later lookups are plain attributes
+        return value
+
+    def overloads(self):
+        """The overload names of this op ('default' for the one without)."""
+        prefix = self.name + "."
+        names = ["default"] if self.name in list_ops() else []
+        return names + [n[len(prefix):] for n in list_ops() if n.startswith(prefix)]
+
+
+class _Namespace:
+    """``opreg.ops.<namespace>``: its ops as attributes, looked up once."""
+
+    def __init__(self, name):
+        self.__name = name
+
+    def __getattr__(self, op):
+        if op.startswith("__"):
+            raise AttributeError(op)
+        try:
+            packet = OpOverloadPacket(self.__name + "::" + op)
+        except Error as exc:
+            raise _not_found(exc) from None
+        setattr(self, op, packet)
+        return packet
+
+    def __dir__(self):
+        prefix = self.__name + "::"
+        return sorted({n[len(prefix):].split(".")[0] for n in list_ops() if n.startswith(prefix)})
+
+    def __repr__(self):
+        return "<opreg namespace %s>" % self.__name
+
+
+class _Ops:
+    """``opreg.ops``: the namespaces of the default registry as attributes."""
+
+    def __getattr__(self, namespace):
+        if namespace.startswith("__"):
+            raise AttributeError(namespace)
+        ns = _Namespace(namespace)
+        setattr(self, namespace, ns)
+        return ns
+
+    def __dir__(self):
+        return sorted({n.split("::")[0] for n in list_ops()})
+
+    def __repr__(self):
+        return "<opreg ops>"
+
+
+ops = _Ops()

@@ -1,0 +1,346 @@
+/* Tensors passed in: any object that exports DLPack (`__dlpack__`), taken
+ * without a copy.
+ *
+ * The general path asks the object for a capsule, DLPack 1.0 first
+ * (`__dlpack__(max_version=(1, 0))`, which carries a read-only flag) and the
+ * unversioned protocol from producers that refuse that keyword (remembered
+ * per type, so the refusal is paid once). The capsule is consumed as the
+ * protocol says (renamed "used_dltensor"), and its deleter runs after the
+ * call.
+ *
+ * numpy arrays take a shorter path, because asking numpy for a capsule costs
+ * several hundred nanoseconds per argument (an allocation, a capsule, a
+ * deleter): for an object whose type is exactly numpy.ndarray, the tensor is
+ * read from the array's header, the leading fields of numpy's
+ * PyArrayObject_fields (data, nd, dimensions, strides, descr, flags). numpy's
+ * own inline accessors (PyArray_DATA, PyArray_NDIM, ...) read those fields
+ * inside every compiled numpy extension, so numpy keeps their layout fixed
+ * across 1.x and 2.x. The dtype is looked up by the identity of the array's
+ * descr in a small table filled from the descr's attributes (kind, itemsize,
+ * byte order) the first time it is seen; an array whose dtype, strides or
+ * alignment does not fit goes through the general path. Nothing is cached
+ * about the array itself, so reshaping or resizing it between calls is
+ * always seen. */
+#include "python/src/binding.h"
+
+#include <string.h>
+
+/* ---- numpy's array header ------------------------------------------------- */
+
+typedef struct numpy_array_head {
+    PyObject ob_base;
+    char *data;
+    int nd;
+    Py_ssize_t *dimensions;
+    Py_ssize_t *strides;
+    PyObject *base;
+    PyObject *descr;
+    int flags;
+} numpy_array_head;
+
+#define NUMPY_ALIGNED   0x0100
+#define NUMPY_WRITEABLE 0x0400
+
+/* numpy.ndarray, once numpy has been imported by someone (a strong ref). */
+static PyObject *numpy_type;
+
+struct known_descr {
+    PyObject *descr; /* strong ref: its address cannot be reused */
+    DLDataType dtype;
+    int shift; /* log2 of the item size (1, 2, 4 or 8 bytes) */
+};
+#define MAX_DESCRS 24
+static struct known_descr descrs[MAX_DESCRS];
+static int ndescrs;
+/* Descrs that do not map to a DLPack type (structured, object, strings,
+ * non-native byte order), so they are not examined again. */
+static PyObject *foreign_descrs[MAX_DESCRS];
+static int nforeign;
+
+/* Types whose __dlpack__ refused `max_version` (strong refs). */
+#define MAX_UNVERSIONED 16
+static PyObject *unversioned_types[MAX_UNVERSIONED];
+static int nunversioned;
+
+static PyObject *str_dlpack;   /* "__dlpack__" */
+static PyObject *kw_versioned; /* {"max_version": (1, 0)} */
+static PyObject *empty_tuple;
+
+static int init_strings(void) {
+    if (str_dlpack) return 0;
+    str_dlpack = PyUnicode_InternFromString("__dlpack__");
+    empty_tuple = PyTuple_New(0);
+    kw_versioned = PyDict_New();
+    PyObject *v = Py_BuildValue("(ii)", 1, 0);
+    if (!str_dlpack || !empty_tuple || !kw_versioned || !v ||
+        PyDict_SetItemString(kw_versioned, "max_version", v) < 0) {
+        Py_XDECREF(v);
+        return -1;
+    }
+    Py_DECREF(v);
+    return 0;
+}
+
+static void find_numpy(void) {
+    PyObject *np = PyDict_GetItemString(PyImport_GetModuleDict(), "numpy"); /* borrowed */
+    if (!np) return;
+    PyObject *t = PyObject_GetAttrString(np, "ndarray");
+    if (t && PyType_Check(t)) {
+        numpy_type = t;
+        return;
+    }
+    Py_XDECREF(t);
+    PyErr_Clear();
+}
+
+/* An int attribute of a descr, or -1. */
+static long descr_long(PyObject *descr, const char *name) {
+    PyObject *v = PyObject_GetAttrString(descr, name);
+    long r = -1;
+    if (v && PyLong_Check(v)) r = PyLong_AsLong(v);
+    Py_XDECREF(v);
+    PyErr_Clear();
+    return r;
+}
+
+/* A one-character str attribute of a descr, or 0. */
+static char descr_char(PyObject *descr, const char *name) {
+    PyObject *v = PyObject_GetAttrString(descr, name);
+    char c = 0;
+    if (v && PyUnicode_Check(v) && PyUnicode_GetLength(v) == 1) {
+        Py_UCS4 u = PyUnicode_ReadChar(v, 0);
+        c = u < 128 ? (char)u : 0;
+    }
+    Py_XDECREF(v);
+    PyErr_Clear();
+    return c;
+}
+
+/* Learn the DLPack type of a numpy descr from its kind, size and byte
+ * order. NULL when it has none (then the general path decides). */
+static const struct known_descr *learn_descr(PyObject *descr) {
+    for (int i = 0; i < nforeign; i++)
+        if (foreign_descrs[i] == descr) return NULL;
+    char kind = descr_char(descr, "kind");
+    char order = descr_char(descr, "byteorder");
+    long size = descr_long(descr, "itemsize");
+    PyObject *fields = PyObject_GetAttrString(descr, "fields");
+    bool plain = fields == Py_None;
+    Py_XDECREF(fields);
+    PyErr_Clear();
+    DLDataType t = { 0, 0, 1 };
+    bool ok = plain && (order == '=' || order == '|') &&
+              (size == 1 || size == 2 || size == 4 || size == 8);
+    if (ok) {
+        t.bits = (uint8_t)(size * 8);
+        switch (kind) {
+        case 'f':
+            t.code = kDLFloat;
+            ok = size == 2 || size == 4 || size == 8;
+            break;
+        case 'i':
+            t.code = kDLInt;
+            break;
+        case 'u':
+            t.code = kDLUInt;
+            break;
+        case 'b':
+            t.code = OPREG_DL_BOOL;
+            ok = size == 1;
+            break;
+        default:
+            ok = false;
+        }
+    }
+    if (!ok) {
+        if (nforeign < MAX_DESCRS) {
+            Py_INCREF(descr);
+            foreign_descrs[nforeign++] = descr;
+        }
+        return NULL;
+    }
+    if (ndescrs == MAX_DESCRS) return NULL;
+    Py_INCREF(descr);
+    descrs[ndescrs] = (struct known_descr){ descr, t,
+                                            size == 1   ? 0
+                                            : size == 2 ? 1
+                                            : size == 4 ? 2
+                                                        : 3 };
+    return &descrs[ndescrs++];
+}
+
+static inline const struct known_descr *find_descr(PyObject *descr) {
+    for (int i = 0; i < ndescrs; i++)
+        if (descrs[i].descr == descr) return &descrs[i];
+    return learn_descr(descr);
+}
+
+/* 1 when the array was read from its header, 0 when the general path must
+ * take it. */
+static int from_numpy(opreg__py_tensor *out, PyObject *obj) {
+    const numpy_array_head *a = (const numpy_array_head *)(const void *)obj;
+    int nd = a->nd;
+    if (nd < 0 || nd > OPREG__PY_INLINE_DIMS || !(a->flags & NUMPY_ALIGNED)) return 0;
+    const struct known_descr *d = find_descr(a->descr);
+    if (!d) return 0;
+    for (int i = 0; i < nd; i++) {
+        int64_t n = a->dimensions[i], s = a->strides[i];
+        /* Negative strides and strides between items: numpy decides (general path). */
+        if (s < 0 || ((s & ((INT64_C(1) << d->shift) - 1)) != 0 && n != 1)) return 0;
+        out->shape[i] = n;
+        out->strides[i] = s >> d->shift;
+    }
+    out->t.data = a->data;
+    out->t.device.device_type = kDLCPU;
+    out->t.device.device_id = 0;
+    out->t.ndim = nd;
+    out->t.dtype = d->dtype;
+    out->t.shape = out->shape;
+    out->t.strides = out->strides;
+    out->t.byte_offset = 0;
+    out->readonly = !(a->flags & NUMPY_WRITEABLE);
+    return 1;
+}
+
+/* ---- the general path ------------------------------------------------------ */
+
+static bool is_unversioned(PyObject *type) {
+    for (int i = 0; i < nunversioned; i++)
+        if (unversioned_types[i] == type) return true;
+    return false;
+}
+
+/* Ask the producer for a capsule; NULL with an exception on failure. */
+static PyObject *export_capsule(PyObject *obj, const opreg__py_where *where) {
+    char what[256];
+    PyObject *meth = PyObject_GetAttr(obj, str_dlpack);
+    if (!meth) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+        PyErr_Clear();
+        char tn[96];
+        opreg__py_type_name(obj, tn, sizeof tn);
+        opreg__py_where_text(where, what, sizeof what);
+        return opreg__py_raisef(
+            OPREG_ERR_TYPE_MISMATCH,
+            "%s expected a value of type Tensor (an object with __dlpack__) but got %s", what, tn);
+    }
+    PyObject *type = (PyObject *)Py_TYPE(obj);
+    PyObject *cap = NULL;
+    if (!is_unversioned(type)) {
+        cap = PyObject_Call(meth, empty_tuple, kw_versioned);
+        if (!cap && PyErr_ExceptionMatches(PyExc_TypeError)) {
+            /* A producer from before DLPack 1.0: ask it the old way, now and later. */
+            PyErr_Clear();
+            if (nunversioned < MAX_UNVERSIONED) {
+                Py_INCREF(type);
+                unversioned_types[nunversioned++] = type;
+            }
+            cap = PyObject_CallObject(meth, NULL);
+        }
+    } else {
+        cap = PyObject_CallObject(meth, NULL);
+    }
+    Py_DECREF(meth);
+    if (cap) return cap;
+    /* Say which argument the producer refused, keeping its reason. */
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *text = ev ? PyObject_Str(ev) : NULL;
+    PyObject *bytes = text ? PyUnicode_AsUTF8String(text) : NULL;
+    char tn[96];
+    opreg__py_type_name(obj, tn, sizeof tn);
+    opreg__py_where_text(where, what, sizeof what);
+    opreg__py_raisef(OPREG_ERR_INVALID_ARGUMENT,
+                     "%s: the %s passed could not be taken through DLPack: %s", what, tn,
+                     bytes ? PyBytes_AsString(bytes) : "(no reason given)");
+    Py_XDECREF(bytes);
+    Py_XDECREF(text);
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+    return NULL;
+}
+
+static int from_capsule(opreg__py_tensor *out, PyObject *obj, const opreg__py_where *where) {
+    char what[256];
+    PyObject *cap = export_capsule(obj, where);
+    if (!cap) return -1;
+    if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
+        opreg__py_managed_versioned *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
+        if (m->version.major != 1) {
+            /* Not consumed: the producer's capsule destructor frees it. */
+            unsigned major = m->version.major, minor = m->version.minor;
+            Py_DECREF(cap);
+            opreg__py_where_text(where, what, sizeof what);
+            opreg__py_raisef(OPREG_ERR_UNSUPPORTED,
+                             "%s: the producer gave a DLPack %u.%u tensor; opreg reads 1.x", what,
+                             major, minor);
+            return -1;
+        }
+        if (PyCapsule_SetName(cap, "used_dltensor_versioned") < 0) {
+            Py_DECREF(cap);
+            return -1;
+        }
+        out->t = m->dl_tensor;
+        out->readonly =
+            (m->flags & (OPREG__PY_DLPACK_FLAG_READ_ONLY | OPREG__PY_DLPACK_FLAG_IS_COPIED)) != 0;
+        out->managed = m;
+        out->versioned = true;
+    } else if (PyCapsule_IsValid(cap, "dltensor")) {
+        DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
+        if (PyCapsule_SetName(cap, "used_dltensor") < 0) {
+            Py_DECREF(cap);
+            return -1;
+        }
+        out->t = m->dl_tensor;
+        /* DLPack 0.x cannot say read-only: its producers refuse to export
+         * read-only memory (numpy does). */
+        out->readonly = false;
+        out->managed = m;
+        out->versioned = false;
+    } else {
+        char tn[96];
+        opreg__py_type_name(obj, tn, sizeof tn);
+        opreg__py_where_text(where, what, sizeof what);
+        Py_DECREF(cap);
+        opreg__py_raisef(OPREG_ERR_INVALID_ARGUMENT,
+                         "%s: __dlpack__ of the %s passed did not return an unused DLPack capsule",
+                         what, tn);
+        return -1;
+    }
+    out->capsule = cap;
+    return 0;
+}
+
+int opreg__py_tensor_from(opreg__py_tensor *out, PyObject *obj, const opreg__py_where *where) {
+    out->capsule = NULL;
+    out->managed = NULL;
+    out->owner = obj;
+    PyObject *type = (PyObject *)Py_TYPE(obj);
+    if (type == numpy_type && from_numpy(out, obj)) return 0;
+    if (type == (PyObject *)opreg__py_tensor_type) {
+        out->t = *opreg__py_tensor_get(obj);
+        out->readonly = false;
+        return 0;
+    }
+    if (init_strings() < 0) return -1;
+    if (!numpy_type) {
+        find_numpy();
+        if (type == numpy_type && from_numpy(out, obj)) return 0;
+    }
+    return from_capsule(out, obj, where);
+}
+
+void opreg__py_tensor_release(opreg__py_tensor *t) {
+    if (t->managed) {
+        if (t->versioned) {
+            opreg__py_managed_versioned *m = t->managed;
+            if (m->deleter) m->deleter(m);
+        } else {
+            DLManagedTensor *m = t->managed;
+            if (m->deleter) m->deleter(m);
+        }
+        t->managed = NULL;
+    }
+    Py_CLEAR(t->capsule);
+}
