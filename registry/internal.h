@@ -119,6 +119,7 @@ struct opreg_library {
     struct opreg_op **defs;
     size_t ndefs, cap_defs;
     struct opreg_library *prev, *next;
+    struct opreg_plugin *plugin; /* the plugin that opened it, or NULL */
 };
 
 /* ---- the registry (registry.c, names.c) ---------------------------------- */
@@ -152,6 +153,8 @@ struct opreg_registry {
     struct opreg__kreg *fallback[OPREG_MAX_KEYS];
     struct opreg_library *libs;
     struct opreg__retired *retired;
+    struct opreg__plugin_list *plugins; /* plugin.c; under plugin_lock */
+    pthread_mutex_t plugin_lock;        /* serialises loads and unloads */
     uint32_t next_id;
     bool is_default;
     struct opreg__plan undefined_plan;
@@ -262,6 +265,24 @@ static inline int32_t opreg__key_of_type(int32_t device_type) {
     }
     return opreg__key_of_type_slow(device_type);
 }
+
+/* Plugin keys: obtain (or take back, by name) a key for a plugin's backend;
+ * mark it unavailable, with @p why, once the plugin is gone. */
+opreg_status opreg__key_claim(opreg_dispatch_key *out, const opreg_backend *backend);
+void opreg__key_release(opreg_dispatch_key key, const char *why);
+
+/* ---- plugins (plugin.c) ----------------------------------------------------- */
+
+struct opreg__plugin_list;
+/* Unload every plugin of @p reg (registry destruction). */
+void opreg__plugins_unload_all(struct opreg_registry *reg);
+/* Run the deferred plugin finalisers and unload their code (after retired). */
+void opreg__plugins_reclaim(struct opreg_registry *reg);
+void opreg__plugins_free(struct opreg_registry *reg);
+/* opreg_plugin_load() lending a host table of @p host_size bytes that says
+ * @p host_version: an older host, simulated (tests). */
+opreg_status opreg__plugin_load_with_host(opreg_plugin **out, opreg_registry *reg, const char *path,
+                                          size_t host_size, uint32_t host_version);
 
 /* "where" of a registration, for messages. */
 const char *opreg__kreg_where(const struct opreg__kreg *r);

@@ -15,6 +15,7 @@
 #endif
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ASCII case-insensitive equality (strcasecmp is POSIX, not C11). */
@@ -44,8 +45,18 @@ static const opreg_backend cuda_stub = {
 struct key_slot {
     char display[32];
     _Atomic(const opreg_backend *) backend;
-    opreg_backend copy; /* plugin and attached tables live here */
+    opreg_backend copy; /* attached tables and opreg_key_register()'s live here */
     char why[256];      /* why it is unavailable */
+    bool plugin;        /* obtained by a plugin: its tables are allocated */
+    bool released;      /* its plugin is gone: the next of that name may claim it */
+    /* Every table a plugin key has had, newest first: a reader may still
+     * hold an old one, so none is freed (there is one per load or unload). */
+    struct plugin_table *tables;
+};
+
+struct plugin_table {
+    opreg_backend b; /* first: the table's address is the struct's */
+    struct plugin_table *prev;
 };
 
 static struct key_slot keys[OPREG_MAX_KEYS] = {
@@ -95,34 +106,39 @@ static opreg_status check_table(const opreg_backend *b) {
     return OPREG_OK;
 }
 
-/* Copy what the producer's struct_size covers; the rest stays NULL. */
-static void fill_slot(int k, const opreg_backend *b) {
+/* Copy what the producer's struct_size covers into @p copy (the rest stays
+ * NULL) and publish it as key k's table. */
+static void fill_slot_into(int k, const opreg_backend *b, opreg_backend *copy, bool own_name) {
     struct key_slot *s = &keys[k];
-    memset(&s->copy, 0, sizeof s->copy);
-    size_t n = b->struct_size < sizeof s->copy ? b->struct_size : sizeof s->copy;
-    memcpy(&s->copy, b, n);
-    s->copy.struct_size = sizeof s->copy;
+    memset(copy, 0, sizeof *copy);
+    size_t n = b->struct_size < sizeof *copy ? b->struct_size : sizeof *copy;
+    memcpy(copy, b, n);
+    copy->struct_size = sizeof *copy;
+    copy->abi_version = OPREG_BACKEND_ABI_VERSION;
+    if (own_name) copy->name = s->display; /* a plugin's string goes with its code */
     bool ok = true;
     s->why[0] = '\0';
-    if (s->copy.is_available) ok = s->copy.is_available(s->copy.context, s->why, sizeof s->why);
+    if (copy->is_available) ok = copy->is_available(copy->context, s->why, sizeof s->why);
     if (!ok && !s->why[0]) snprintf(s->why, sizeof s->why, "the backend says it is unavailable");
-    atomic_store_explicit(&s->backend, &s->copy, memory_order_release);
+    atomic_store_explicit(&s->backend, copy, memory_order_release);
     if (ok)
         atomic_fetch_or(&opreg__avail_mask, 1u << k);
     else
         atomic_fetch_and(&opreg__avail_mask, ~(1u << k));
 }
 
-opreg_status opreg_key_register(opreg_dispatch_key *out, const opreg_backend *backend) {
-    if (!out) return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_key_register: out is NULL");
-    *out = OPREG_KEY_NONE;
-    OPREG__TRY(check_table(backend));
-    pthread_mutex_lock(&key_lock);
+static void fill_slot(int k, const opreg_backend *b) {
+    fill_slot_into(k, b, &keys[k].copy, false);
+}
+
+/* Register a new key under key_lock; @p plugin_copy (allocated) or the
+ * slot's own copy holds the table. */
+static opreg_status register_locked(opreg_dispatch_key *out, const opreg_backend *backend,
+                                    opreg_backend *plugin_copy) {
     int n = atomic_load_explicit(&key_count, memory_order_relaxed);
     for (int k = 0; k < n; k++) {
         const opreg_backend *b = atomic_load_explicit(&keys[k].backend, memory_order_relaxed);
         if (name_eq(b->name, backend->name) || b->device_type == backend->device_type) {
-            pthread_mutex_unlock(&key_lock);
             return opreg__fail(OPREG_ERR_ALREADY_DEFINED,
                                "backend '%s': key %s already handles %s device type %d",
                                backend->name, keys[k].display,
@@ -131,20 +147,99 @@ opreg_status opreg_key_register(opreg_dispatch_key *out, const opreg_backend *ba
         }
     }
     if (n >= OPREG_MAX_KEYS) {
-        pthread_mutex_unlock(&key_lock);
         return opreg__fail(OPREG_ERR_UNSUPPORTED, "backend '%s': all %d dispatch keys are in use",
                            backend->name, OPREG_MAX_KEYS);
     }
     snprintf(keys[n].display, sizeof keys[n].display, "%s", backend->name);
-    fill_slot(n, backend);
+    if (plugin_copy) {
+        keys[n].plugin = true;
+        fill_slot_into(n, backend, plugin_copy, true);
+    } else {
+        fill_slot(n, backend);
+    }
     if ((uint32_t)backend->device_type < 64u &&
         atomic_load_explicit(&opreg__devmap[backend->device_type], memory_order_relaxed) == 0)
         atomic_store_explicit(&opreg__devmap[backend->device_type], (int8_t)(n + 1),
                               memory_order_relaxed);
     atomic_store_explicit(&key_count, n + 1, memory_order_release);
-    pthread_mutex_unlock(&key_lock);
     *out = n;
     return OPREG_OK;
+}
+
+opreg_status opreg_key_register(opreg_dispatch_key *out, const opreg_backend *backend) {
+    if (!out) return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_key_register: out is NULL");
+    *out = OPREG_KEY_NONE;
+    OPREG__TRY(check_table(backend));
+    pthread_mutex_lock(&key_lock);
+    opreg_status st = register_locked(out, backend, NULL);
+    pthread_mutex_unlock(&key_lock);
+    return st;
+}
+
+/* ---- plugin keys ------------------------------------------------------------
+ * A plugin's key is obtained by name when it loads. Keys are never withdrawn:
+ * when the plugin is unloaded or its init fails, the key stays, with a table
+ * that says it is unavailable and why, and the next plugin of the same name
+ * (and device type) takes it over. Each attach gets a table of its own, so a
+ * reader that loaded the previous one keeps a valid (if stale) table. */
+
+static bool released_available(void *context, char *why, size_t cap) {
+    const struct key_slot *s = context;
+    if (why && cap) snprintf(why, cap, "%s", s->why);
+    return false;
+}
+
+opreg_status opreg__key_claim(opreg_dispatch_key *out, const opreg_backend *backend) {
+    *out = OPREG_KEY_NONE;
+    OPREG__TRY(check_table(backend));
+    struct plugin_table *t = calloc(1, sizeof *t);
+    if (!t) return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "backend: out of memory");
+    opreg_backend *copy = &t->b;
+    pthread_mutex_lock(&key_lock);
+    int n = atomic_load_explicit(&key_count, memory_order_relaxed);
+    for (int k = 0; k < n; k++) {
+        struct key_slot *s = &keys[k];
+        const opreg_backend *b = atomic_load_explicit(&s->backend, memory_order_relaxed);
+        if (!name_eq(b->name, backend->name) || !s->released) continue;
+        if (b->device_type != backend->device_type) break; /* refused below, by register */
+        t->prev = s->tables;
+        s->tables = t;
+        fill_slot_into(k, backend, copy, true);
+        s->released = false;
+        pthread_mutex_unlock(&key_lock);
+        *out = k;
+        return OPREG_OK;
+    }
+    opreg_status st = register_locked(out, backend, copy);
+    if (st == OPREG_OK) keys[*out].tables = t;
+    pthread_mutex_unlock(&key_lock);
+    if (st != OPREG_OK) free(t);
+    return st;
+}
+
+void opreg__key_release(opreg_dispatch_key key, const char *why) {
+    if (key < 0 || key >= opreg_key_count() || !keys[key].plugin) return;
+    struct plugin_table *t = calloc(1, sizeof *t);
+    opreg_backend *stub = t ? &t->b : NULL;
+    pthread_mutex_lock(&key_lock);
+    struct key_slot *s = &keys[key];
+    const opreg_backend *old = atomic_load_explicit(&s->backend, memory_order_relaxed);
+    atomic_fetch_and(&opreg__avail_mask, ~(1u << key));
+    snprintf(s->why, sizeof s->why, "%s", why);
+    if (stub) { /* out of memory: the old table stays, marked unavailable */
+        stub->struct_size = sizeof *stub;
+        stub->abi_version = OPREG_BACKEND_ABI_VERSION;
+        stub->name = s->display;
+        stub->device_type = old->device_type;
+        stub->flags = old->flags;
+        stub->context = s;
+        stub->is_available = released_available;
+        t->prev = s->tables;
+        s->tables = t;
+        atomic_store_explicit(&s->backend, stub, memory_order_release);
+    }
+    s->released = true;
+    pthread_mutex_unlock(&key_lock);
 }
 
 opreg_status opreg_key_attach_backend(opreg_dispatch_key key, const opreg_backend *backend) {

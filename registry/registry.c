@@ -73,7 +73,8 @@ opreg_status opreg_registry_create(opreg_registry **out) {
     struct opreg_registry *reg = calloc(1, sizeof *reg);
     struct opreg__names *names = calloc(1, sizeof *names + 64 * sizeof(struct opreg__slot));
     struct opreg__opvec *ops = calloc(1, sizeof *ops + 64 * sizeof(struct opreg_op *));
-    if (!reg || !names || !ops || pthread_mutex_init(&reg->lock, NULL) != 0) {
+    if (!reg || !names || !ops || pthread_mutex_init(&reg->lock, NULL) != 0 ||
+        pthread_mutex_init(&reg->plugin_lock, NULL) != 0) {
         free(reg);
         free(names);
         free(ops);
@@ -101,6 +102,7 @@ static void free_op(struct opreg_op *op) {
 
 void opreg_registry_destroy(opreg_registry *reg) {
     if (!reg || reg->is_default) return;
+    opreg__plugins_unload_all(reg);
     opreg__lock(reg);
     while (reg->libs)
         opreg__library_close_locked(reg->libs);
@@ -112,17 +114,25 @@ void opreg_registry_destroy(opreg_registry *reg) {
     free(ops);
     opreg__names_free(atomic_load_explicit(&reg->names, memory_order_relaxed));
     run_retired(reg->retired);
+    opreg__plugins_reclaim(reg); /* after the kernels' release functions, which may be theirs */
+    opreg__plugins_free(reg);
+    pthread_mutex_destroy(&reg->plugin_lock);
     pthread_mutex_destroy(&reg->lock);
     free(reg);
 }
 
 void opreg_registry_reclaim(opreg_registry *reg) {
     if (!reg) return;
+    /* No plugin is unloaded meanwhile, so every release function retired
+     * before a plugin's unload runs before its code goes. */
+    pthread_mutex_lock(&reg->plugin_lock);
     opreg__lock(reg);
     struct opreg__retired *r = reg->retired;
     reg->retired = NULL;
     opreg__unlock(reg);
     run_retired(r);
+    opreg__plugins_reclaim(reg);
+    pthread_mutex_unlock(&reg->plugin_lock);
 }
 
 /* ---- the process-default registry ----------------------------------------- */
@@ -143,6 +153,9 @@ static void create_default(void) {
         opreg_registry_destroy(reg);
         return;
     }
+    /* Plugins on OPREG_PLUGIN_PATH and in the installed folder; a plugin
+     * that fails is listed as refused and does not fail the registry. */
+    opreg_plugin_load_search(reg, NULL);
     reg->is_default = true;
     default_registry = reg;
 }

@@ -94,12 +94,13 @@ int cmd_supported(int argc, char **argv) {
         fprintf(stderr, "opreg supported: missing NAME\n");
         return 2;
     }
+    /* The default registry first: its plugins bring their devices' names. */
+    opreg_registry *reg = opreg_registry_default();
     DLDevice device;
     if (dev && opreg_device_parse(&device, dev) != OPREG_OK) {
         fprintf(stderr, "opreg supported: %s\n", opreg_last_error());
         return 2;
     }
-    opreg_registry *reg = opreg_registry_default();
     if (!reg) {
         fprintf(stderr, "opreg supported: %s\n", opreg_last_error());
         return 1;

@@ -19,7 +19,8 @@
     X(devices, "list the backends, whether each is available here, and why not")                   \
     X(matrix, "print the op x backend support matrix")                                             \
     X(run, "run an op on random inputs and compare it with the reference")                         \
-    X(bench, "run benchmark suites")
+    X(bench, "run benchmark suites")                                                               \
+    X(plugins, "list the plugins loaded and refused, with the reason")
 
 #define X(name, summary) int cmd_##name(int argc, char **argv);
 OPREG_TOOL_COMMANDS(X)

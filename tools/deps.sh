@@ -12,6 +12,7 @@ packages=(
   libdnnl-dev                              # oneDNN, for the CPU matmul kernels
   python3-dev                              # Python headers: the binding (python/)
   python3-numpy python3-torch              # DLPack tensors of the binding's tests
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers  # the OpenCL backend plugin, run on the CPU
 )
 
 missing=()

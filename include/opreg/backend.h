@@ -41,7 +41,17 @@ typedef int32_t opreg_dispatch_key;
 #define OPREG_KEY_NONE (-1)
 
 /// The ABI version of ::opreg_backend: major in the high 16 bits.
-#define OPREG_BACKEND_ABI_VERSION ((1u << 16) | 0u)
+#define OPREG_BACKEND_ABI_VERSION ((1u << 16) | 1u)
+
+/// Flags of a backend (::opreg_backend `flags`).
+enum opreg_backend_flags {
+    /// A tensor's `data` is an opaque handle to a device buffer (an OpenCL
+    /// `cl_mem`), not an address: `byte_offset` locates the first element
+    /// inside that buffer, and two tensors can share memory only when they
+    /// share the handle. The argument checks compare handles and offsets
+    /// instead of address ranges.
+    OPREG_BACKEND_DATA_IS_HANDLE = 1u << 0,
+};
 
 /// A backend: device discovery, availability, allocation and streams. Every
 /// member after `abi_version` is optional (NULL) unless marked. Members are
@@ -66,6 +76,18 @@ typedef struct opreg_backend {
     void *(*current_stream)(void *context, int device_id);
     /// Wait for all work on a device. (1.0)
     opreg_status (*synchronize)(void *context, int device_id);
+    /// ::opreg_backend_flags. (1.1)
+    uint32_t flags;
+    /// Copy @p bytes from host memory @p src into the device memory @p dst
+    /// (what `alloc` returned, or a tensor's `data`) at byte @p dst_offset,
+    /// and wait for the copy. NULL for a backend whose memory the host reads
+    /// directly. (1.1)
+    opreg_status (*copy_to_device)(void *context, void *dst, size_t dst_offset, const void *src,
+                                   size_t bytes, int device_id);
+    /// Copy @p bytes from device memory @p src at byte @p src_offset into
+    /// host memory @p dst, and wait for the copy. (1.1)
+    opreg_status (*copy_to_host)(void *context, void *dst, const void *src, size_t src_offset,
+                                 size_t bytes, int device_id);
 } opreg_backend;
 
 /// Register a backend and obtain its key. The table is copied (up to its

@@ -11,5 +11,6 @@
 #include "opreg/registry.h"
 #include "opreg/dispatch.h"
 #include "opreg/cuda.h"
+#include "opreg/plugin.h"
 
 #endif

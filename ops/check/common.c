@@ -1,6 +1,7 @@
 /* The argument checks that every op's check is built from. Each failure sets
  * a message "<op>: argument '<arg>': <reason>" and returns its status. */
 #include "ops/ops_internal.h"
+#include "opreg/backend.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -167,9 +168,18 @@ opreg_status opreg__chk_same_device(const char *op, const char *arg, const opreg
     return OPREG_OK;
 }
 
-/* [lo, hi) of the bytes a tensor's elements touch; lo == hi when empty. */
-static void byte_range(const opreg_tensor *t, uintptr_t *lo, uintptr_t *hi) {
-    uintptr_t base = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
+/* Whether tensors of @p device hold a buffer handle in `data` rather than
+ * an address (OPREG_BACKEND_DATA_IS_HANDLE, e.g. OpenCL's cl_mem). */
+static int data_is_handle(DLDevice device) {
+    if (device.device_type == kDLCPU || device.device_type == kDLCUDA) return 0;
+    const opreg_backend *b = opreg_key_backend(opreg_key_of_device(device));
+    return b && (b->flags & OPREG_BACKEND_DATA_IS_HANDLE);
+}
+
+/* [lo, hi) of the bytes a tensor's elements touch; lo == hi when empty. For
+ * a handle, the range is within its buffer (from byte_offset). */
+static void byte_range(const opreg_tensor *t, int handle, uintptr_t *lo, uintptr_t *hi) {
+    uintptr_t base = (handle ? 0 : (uintptr_t)t->data) + (uintptr_t)t->byte_offset;
     int64_t es = (int64_t)opreg__dtype_bytes(opreg__dtype_of(t));
     int64_t neg = 0, pos = 0;
     if (opreg__numel(t) == 0) {
@@ -198,8 +208,10 @@ static int overlaps(const opreg_tensor *a, const opreg_tensor *b) {
     if (a->device.device_type != b->device.device_type ||
         a->device.device_id != b->device.device_id)
         return 0;
-    byte_range(a, &alo, &ahi);
-    byte_range(b, &blo, &bhi);
+    int handle = data_is_handle(a->device);
+    if (handle && a->data != b->data) return 0; /* different buffers */
+    byte_range(a, handle, &alo, &ahi);
+    byte_range(b, handle, &blo, &bhi);
     return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
 }
 

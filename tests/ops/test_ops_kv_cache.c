@@ -345,8 +345,7 @@ TEST(bad_inputs) {
     EXPECT_REFUSED(IA, "'src': data is NULL", SB);
     setup();
     DST->device.device_type = kDLCUDA;
-    EXPECT_REFUSED(OPREG_ERR_UNSUPPORTED,
-                   "'dst' is on cuda:0; this kernel runs on the CPU", SB);
+    EXPECT_REFUSED(OPREG_ERR_UNSUPPORTED, "'dst' is on cuda:0; this kernel runs on the CPU", SB);
 #undef SB
     setup();
     tt_to_meta(KEY);
