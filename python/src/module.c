@@ -174,14 +174,26 @@ static PyObject *py_schema(PyObject *m, PyObject *args, PyObject *kwargs) {
     return r;
 }
 
+/* load_plugin(path) -> str: the plugin's name. */
 static PyObject *py_load_plugin(PyObject *m, PyObject *args) {
     (void)m;
     PyObject *path;
+    opreg_registry *reg = opreg_registry_default();
+    opreg_plugin_info info;
+    opreg_status st;
     if (!PyArg_ParseTuple(args, "O&:load_plugin", PyUnicode_FSConverter, &path)) return NULL;
-    Py_DECREF(path);
-    PyErr_SetString(PyExc_NotImplementedError,
-                    "opreg.load_plugin: this build of opreg has no plugin loader");
-    return NULL;
+    if (!reg) {
+        Py_DECREF(path);
+        return opreg__py_raise(OPREG_ERR_INTERNAL, "no default registry");
+    }
+    /* dlopen and the plugin's init may take a while; no Python runs there. */
+    Py_BEGIN_ALLOW_THREADS st = opreg_plugin_load(NULL, reg, PyBytes_AsString(path));
+    Py_END_ALLOW_THREADS Py_DECREF(path);
+    if (st != OPREG_OK) return opreg__py_raise(st, NULL);
+    /* The attempt just made is the list's last entry. */
+    if (opreg_plugin_info_at(&info, reg, opreg_plugin_count(reg) - 1) != OPREG_OK)
+        return opreg__py_raise(OPREG_ERR_INTERNAL, NULL);
+    return PyUnicode_FromString(info.name);
 }
 
 /* A kernel that does nothing, for _define_bench_op(). */
@@ -245,7 +257,9 @@ static PyMethodDef module_methods[] = {
       "schema(name, *, torch=False) -> str\n"
       "The op's schema in opreg's canonical form, or as PyTorch prints it." },
     { "load_plugin", py_load_plugin, METH_VARARGS,
-      "load_plugin(path)\nLoad a backend plugin (a shared library) into the default registry." },
+      "load_plugin(path) -> str\nLoad a backend plugin (a shared library) into the default "
+      "registry;\n"
+      "returns its name. Raises opreg.Error with the reason when it is refused." },
     { "version", py_version, METH_NOARGS, "version() -> str\nopreg's run-time version." },
     { "_define_bench_op", py_define_bench_op, METH_NOARGS,
       "_define_bench_op() -> str\n"

@@ -88,7 +88,17 @@ check("supported" in text and "CPU" in text, "explain: " + text)
 text = opreg.explain("_C::nope", "cpu")
 check("_C::nope" in text, "explain of an unknown op: " + text)
 check(isinstance(opreg.explain("_C::rms_norm"), str), "explain without a device")
-raises(lambda: opreg.load_plugin("/nonexistent/libplugin.so"), NotImplementedError, ["plugin"])
+raises(lambda: opreg.load_plugin("/nonexistent/libplugin.so"), opreg.Error,
+       ["/nonexistent/libplugin.so"])
+# The build tree's OpenCL plugin, when it was built: loads once, then is refused.
+_plugin = os.path.join(os.path.dirname(opreg.__file__), "..", "..", "plugins", "opreg_opencl.so")
+if os.path.exists(_plugin) and "opencl" not in opreg.explain("_C::rms_norm", "cpu").lower():
+    try:
+        name = opreg.load_plugin(_plugin)
+        check(name == "opencl", "load_plugin returns the plugin's name: %r" % name)
+        raises(lambda: opreg.load_plugin(_plugin), opreg.Error, ["opencl"])
+    except opreg.Error as e:  # no OpenCL platform here: refused with a reason
+        check("opencl" in str(e).lower() or "OpenCL" in str(e), "load_plugin refusal: %s" % e)
 
 # ---- attribute access -------------------------------------------------------
 op = opreg.ops._C.rms_norm
