@@ -17,8 +17,9 @@ static void help(void) {
            "                [--seed S] [--json] [--row]\n\n"
            "Runs op NAME (\"rms_norm\" or \"_C::rms_norm\") of the default registry on seeded\n"
            "random inputs, built on the CPU, with the kernel that dispatch by device picks\n"
-           "(--device cpu, the default; --device cuda copies the inputs to the GPU and the\n"
-           "results back) or with the Reference key (--device reference), and again with\n"
+           "(--device cpu, the default; --device cuda or a plugin's device such as opencl\n"
+           "copies the inputs there and the results back) or with the Reference key (--device "
+           "reference), and again with\n"
            "the Reference key; compares every written argument (Tensor!) and\n"
            "every returned tensor; prints the max absolute and relative error, whether it\n"
            "is within tolerance, and the median time per call of N calls (default 10).\n\n"
@@ -27,7 +28,8 @@ static void help(void) {
            "--shape    sizes and flags, e.g. tokens=64,hidden=4096 (the output lists the\n"
            "           sizes an op uses: tokens, hidden, heads, kv_heads, head_size, blocks,\n"
            "           block_size, experts, topk, seqs, max_seq_len, out_features, ...;\n"
-           "           flags: gptj, kv_fp8, alibi, bias, per_token, per_channel)\n"
+           "           flags: gptj, kv_fp8, alibi, bias, per_token, per_channel, fp8; row_pad\n"
+           "           leaves gaps between rows where the op takes strided rows)\n"
            "--json     one JSON object for the run\n"
            "--row      one table row, without the header (for tools/demo.sh)\n\n"
            "tolerance: |got - ref| <= atol * max(1, max|ref|) + rtol * |ref|, per dtype:\n"
@@ -117,13 +119,21 @@ static uint32_t host_args_of(const opreg_op *op) {
     return strcmp(opreg_op_name(op), "_C::swap_blocks") == 0 ? (1u << 0) | (1u << 2) : 0;
 }
 
+/* Wait for the work queued on @p device: CUDA's stream, or the backend's
+ * synchronize (a plugin's queue). */
+static opreg_status wait_for(DLDevice device) {
+    const opreg_backend *b = opreg_key_backend(opreg_key_of_device(device));
+    if (device.device_type == kDLCUDA) return opreg_cuda_synchronize(device.device_id);
+    return b && b->synchronize ? b->synchronize(b->context, device.device_id) : OPREG_OK;
+}
+
 /* The median time of @p iters calls on a copy of @p base, in microseconds. */
 static opreg_status time_calls(double *out, const opreg_op *op, opreg_dispatch_key key,
                                const op_inputs *base, long iters, DLDevice device) {
     op_inputs *in;
-    bool cuda = device.device_type == kDLCUDA;
-    opreg_status st = cuda ? op_inputs_to_device(&in, base, device, host_args_of(op))
-                           : op_inputs_clone(&in, base);
+    bool remote = device.device_type != kDLCPU;
+    opreg_status st = remote ? op_inputs_to_device(&in, base, device, host_args_of(op))
+                             : op_inputs_clone(&in, base);
     double *t = malloc((size_t)iters * sizeof *t);
     if (st != OPREG_OK || !t) {
         op_inputs_free(in);
@@ -134,7 +144,7 @@ static opreg_status time_calls(double *out, const opreg_op *op, opreg_dispatch_k
         op_inputs_clear_rets(in);
         double t0 = now_us();
         st = call(op, key, in);
-        if (st == OPREG_OK && cuda) st = opreg_cuda_synchronize(device.device_id);
+        if (st == OPREG_OK && remote) st = wait_for(device);
         t[i] = now_us() - t0;
     }
     qsort(t, (size_t)iters, sizeof *t, cmp_double);
@@ -281,6 +291,8 @@ static int run_resolve(struct run_report *r) {
     if (strcmp(r->device, "reference") == 0 || strcmp(r->device, "Reference") == 0) {
         r->key = r->call_key = OPREG_KEY_REFERENCE;
         r->kind = opreg_op_kernel_kind(r->op, OPREG_KEY_REFERENCE);
+        r->device_value.device_type = kDLCPU; /* the Reference key runs on CPU tensors */
+        r->device_value.device_id = 0;
     } else {
         DLDevice device;
         opreg_support_info info;
@@ -295,11 +307,11 @@ static int run_resolve(struct run_report *r) {
             snprintf(r->reason, sizeof r->reason, "%s", info.message);
             return 0;
         }
-        if (device.device_type != kDLCPU && device.device_type != kDLCUDA) {
+        if (!op_inputs_device_reachable(device)) {
             r->supported = false;
             snprintf(r->reason, sizeof r->reason,
-                     "opreg run builds its inputs in CPU memory and copies them to cuda only; "
-                     "cpu, cuda and reference run");
+                     "opreg run builds its inputs in CPU memory and copies them to cuda, or to "
+                     "a backend with copy functions; this one has none");
             return 0;
         }
         r->device_value = device;
@@ -315,12 +327,12 @@ static int run_resolve(struct run_report *r) {
  * device, a copy of it made there, whose results are copied back into
  * @p in for the comparison. */
 static opreg_status call_on(const struct run_report *r, op_inputs *in) {
-    if (r->call_key != OPREG_KEY_NONE || r->device_value.device_type != kDLCUDA)
+    if (r->call_key != OPREG_KEY_NONE || r->device_value.device_type == kDLCPU)
         return call(r->op, r->call_key, in);
     op_inputs *dev = NULL;
     opreg_status st = op_inputs_to_device(&dev, in, r->device_value, host_args_of(r->op));
     if (st == OPREG_OK) st = call(r->op, r->call_key, dev);
-    if (st == OPREG_OK) st = op_inputs_fetch(in, dev, r->device_value.device_id);
+    if (st == OPREG_OK) st = op_inputs_fetch(in, dev, r->device_value);
     op_inputs_free(dev);
     return st;
 }

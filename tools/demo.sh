@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The demo: parse the vLLM op schemas and print their canonical forms and
 # PyTorch's printed forms; then print the backends and the device x op
-# support matrix of the catalogue, and run every op on every backend that
-# can run it from the tool (cpu, reference), comparing with the reference.
+# support matrix of the catalogue, and run every op on every available
+# backend (cpu, reference, and cuda or the OpenCL plugin where present),
+# comparing with the reference.
 # Usage: tools/demo.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 opreg="$build/tools/opreg"
+# The build tree's plugins (the OpenCL backend) join the default registry.
+export OPREG_PLUGIN_PATH=${OPREG_PLUGIN_PATH:-$build/plugins}
 
 corpus="../shared/corpus/vllm.schemas"
 if [ -r "$corpus" ]; then
@@ -46,14 +49,15 @@ echo
 echo "-- the device x op support matrix (opreg matrix): direct, composite, fallback or -"
 "$opreg" matrix --namespace _C
 echo
-echo "-- every op on cpu and on the Reference key, compared with the reference (opreg run):"
-# Meta has no data and CUDA inputs are not built by the tool: cpu and
-# reference are the backends that run here.
+# Every available backend but Meta (which has no data): cpu, reference, and
+# cuda or a plugin's device (opencl) where they are present.
+devices=$("$opreg" devices | awk 'NR > 1 && $4 == "yes" && $3 != "meta" {print $3}')
+echo "-- every op on each available backend ($(echo $devices)), compared with the reference (opreg run):"
 fmt="%-30s %-9s %-9s %11s %11s %-11s %11s %11s\n"
 printf "$fmt" op device dtype max_abs_err max_rel_err result us/call ref_us
 ok=0 unsupported=0 bad=0
 for op in $("$opreg" matrix --namespace _C | awk '/^_C::/ {print $1}'); do
-  for dev in cpu reference; do
+  for dev in $devices; do
     row=$("$opreg" run "$op" --device "$dev" --iters 5 --row 2>/dev/null) || true
     printf '%s\n' "$row"
     case $row in

@@ -385,19 +385,37 @@ opreg_status op_inputs_clone(op_inputs **out, const op_inputs *src) {
     return OPREG_OK;
 }
 
-static bool on_host(const DLTensor *t) {
-    return t->device.device_type == kDLCPU || t->device.device_type == kDLCUDAHost;
-}
-
-/* Copy @p bytes between any two of host and CUDA memory; CUDA copies are
- * enqueued on the current stream of @p cuda_id. */
-static opreg_status copy_bytes(void *dst, bool dst_host, const void *src, bool src_host,
-                               size_t bytes, int cuda_id) {
-    if (dst_host && src_host) {
-        if (bytes) memcpy(dst, src, bytes);
+/* Copy @p bytes from byte @p so of @p src on @p sd to byte @p doff of @p dst
+ * on @p dd, one side being host memory or both. CUDA copies are enqueued on
+ * the device's current stream; other devices go through their backend's
+ * copy functions (a plugin's, whose data may be a handle), which wait. */
+static opreg_status copy_bytes(void *dst, size_t doff, DLDevice dd, const void *src, size_t so,
+                               DLDevice sd, size_t bytes) {
+    bool dh = dd.device_type == kDLCPU || dd.device_type == kDLCUDAHost;
+    bool sh = sd.device_type == kDLCPU || sd.device_type == kDLCUDAHost;
+    const opreg_backend *b = opreg_key_backend(opreg_key_of_device(dh ? sd : dd));
+    if (!bytes) return OPREG_OK;
+    if (dh && sh) {
+        memcpy((char *)dst + doff, (const char *)src + so, bytes);
         return OPREG_OK;
     }
-    return opreg_cuda_memcpy(dst, src, bytes, cuda_id);
+    if (dd.device_type == kDLCUDA || sd.device_type == kDLCUDA)
+        return opreg_cuda_memcpy((char *)dst + doff, (const char *)src + so, bytes,
+                                 dh ? sd.device_id : dd.device_id);
+    if (sh && b && b->copy_to_device)
+        return b->copy_to_device(b->context, dst, doff, (const char *)src + so, bytes,
+                                 dd.device_id);
+    if (dh && b && b->copy_to_host)
+        return b->copy_to_host(b->context, (char *)dst + doff, src, so, bytes, sd.device_id);
+    return OPREG_ERR_UNSUPPORTED;
+}
+
+/* Whether a backend can take the tool's inputs: host memory, CUDA, or a
+ * backend with both copy functions. */
+bool op_inputs_device_reachable(DLDevice device) {
+    const opreg_backend *b = opreg_key_backend(opreg_key_of_device(device));
+    return device.device_type == kDLCPU || device.device_type == kDLCUDA ||
+           (b && b->copy_to_device && b->copy_to_host);
 }
 
 /* Whether base tensor @p i of @p src is an argument in @p host_args. */
@@ -413,7 +431,6 @@ opreg_status op_inputs_to_device(op_inputs **out, const op_inputs *src, DLDevice
                                  uint32_t host_args) {
     op_inputs *d = calloc(1, sizeof *d);
     opreg_status st = OPREG_OK;
-    int cuda_id = device.device_type == kDLCPU ? 0 : device.device_id;
     *out = NULL;
     if (!d) return OPREG_ERR_OUT_OF_MEMORY;
     memcpy(d, src, sizeof *d);
@@ -426,8 +443,8 @@ opreg_status op_inputs_to_device(op_inputs **out, const op_inputs *src, DLDevice
         if (pinned_to_host(src, i, host_args)) where.device_type = kDLCPU, where.device_id = 0;
         st = opreg_tensor_empty(&nb, where, opb_dtype_of(sb), sb->ndim, sb->shape);
         if (st != OPREG_OK) break;
-        st = copy_bytes(nb->data, on_host(nb), (const char *)sb->data + sb->byte_offset,
-                        on_host(sb), opreg_tensor_nbytes(sb), cuda_id);
+        st = copy_bytes(nb->data, (size_t)nb->byte_offset, nb->device, sb->data,
+                        (size_t)sb->byte_offset, sb->device, opreg_tensor_nbytes(sb));
         nv = nb;
         if (st == OPREG_OK && sv != sb)
             st = opreg_tensor_view(&nv, nb, sv->ndim, sv->shape, sv->strides,
@@ -460,14 +477,13 @@ opreg_status op_inputs_to_device(op_inputs **out, const op_inputs *src, DLDevice
     return OPREG_OK;
 }
 
-opreg_status op_inputs_fetch(op_inputs *host, const op_inputs *dev, int cuda_id) {
+opreg_status op_inputs_fetch(op_inputs *host, const op_inputs *dev, DLDevice device) {
     opreg_status st = OPREG_OK;
     for (size_t i = 0; i < dev->ntensors && i < host->ntensors && st == OPREG_OK; i++) {
         const DLTensor *s = dev->base[i];
         DLTensor *t = host->base[i];
-        st = copy_bytes((char *)t->data + t->byte_offset, on_host(t),
-                        (const char *)s->data + s->byte_offset, on_host(s), opreg_tensor_nbytes(s),
-                        cuda_id);
+        st = copy_bytes(t->data, (size_t)t->byte_offset, t->device, s->data, (size_t)s->byte_offset,
+                        s->device, opreg_tensor_nbytes(s));
     }
     op_inputs_clear_rets(host);
     for (size_t r = 0; r < MAX_RETS && st == OPREG_OK; r++) {
@@ -481,11 +497,12 @@ opreg_status op_inputs_fetch(op_inputs *host, const op_inputs *dev, int cuda_id)
         st = opreg_tensor_empty_cpu(&t, opb_dtype_of(s), s->ndim, s->shape);
         if (st == OPREG_OK) {
             host->rets[r] = opreg_tensor_value(t);
-            st = copy_bytes(t->data, true, (const char *)s->data + s->byte_offset, on_host(s),
-                            opreg_tensor_nbytes(s), cuda_id);
+            st = copy_bytes(t->data, 0, t->device, s->data, (size_t)s->byte_offset, s->device,
+                            opreg_tensor_nbytes(s));
         }
     }
-    if (st == OPREG_OK) st = opreg_cuda_synchronize(cuda_id);
+    if (st == OPREG_OK && device.device_type == kDLCUDA)
+        st = opreg_cuda_synchronize(device.device_id);
     return st;
 }
 

@@ -50,8 +50,13 @@ opreg_status op_inputs_build(op_inputs **out, const opreg_op *op, int dtype, op_
  * strides; the return slots are empty. */
 opreg_status op_inputs_clone(op_inputs **out, const op_inputs *src);
 
-/* A copy of @p src with its tensors on @p device (a CUDA device, say):
- * same shapes, strides and bytes, copied on the device's current stream.
+/* Whether op_inputs_to_device() can reach @p device: the CPU, a CUDA
+ * device, or a backend (a plugin's) with copy_to_device and copy_to_host. */
+bool op_inputs_device_reachable(DLDevice device);
+
+/* A copy of @p src with its tensors on @p device (a CUDA device or a
+ * plugin's, say): same shapes, strides and bytes, copied on a CUDA device's
+ * current stream or through the backend's copy functions.
  * The tensor arguments whose positions are set in @p host_args stay in
  * host memory (swap_blocks' block_mapping, which the op takes on the
  * host). The return slots are empty. */
@@ -61,8 +66,8 @@ opreg_status op_inputs_to_device(op_inputs **out, const op_inputs *src, DLDevice
 /* Copy the bytes of every tensor of @p dev (made by op_inputs_to_device()
  * from a clone of @p host's inputs) back into @p host, and its returned
  * tensors into new host tensors in @p host's return slots; then wait for
- * CUDA device @p cuda_id. */
-opreg_status op_inputs_fetch(op_inputs *host, const op_inputs *dev, int cuda_id);
+ * @p device when it is a CUDA device (other backends' copies wait). */
+opreg_status op_inputs_fetch(op_inputs *host, const op_inputs *dev, DLDevice device);
 
 /* Free the inputs, their tensors and any returned tensor. NULL is a no-op. */
 void op_inputs_free(op_inputs *in);

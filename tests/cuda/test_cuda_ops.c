@@ -78,7 +78,7 @@ static void run_one(const opreg_op *op, int dtype, const char *shape_text, uint3
     if (st == OPREG_OK)
         st = opreg_call_boxed(op, op_inputs_args(dev), op_inputs_nargs(dev), NULL, 0,
                               op_inputs_rets(dev), op_inputs_nrets(dev));
-    if (st == OPREG_OK) st = op_inputs_fetch(got, dev, 0);
+    if (st == OPREG_OK) st = op_inputs_fetch(got, dev, cuda0);
     if (st != OPREG_OK) {
         fprintf(stderr, "%s %s [%s]: %s: %s\n", name, dt, shape_text, opreg_status_name(st),
                 opreg_last_error());
