@@ -58,7 +58,7 @@ if command -v clang-format >/dev/null 2>&1; then
     echo "all $(echo "$files" | wc -w) files formatted"
     passed=$((passed + 1))
   else
-    grep -E "^[^ ].*warning" format.log | head -20
+    grep -E "^[^ ].*(warning|error):" format.log | cut -d: -f1 | sort -u | head -20
     echo "some files are not formatted: run clang-format -i on them"
     failed=$((failed + 1)); status=1
   fi

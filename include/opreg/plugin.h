@@ -217,13 +217,13 @@ typedef enum opreg_plugin_state {
 /// One entry of a registry's plugin list (opreg_plugin_info_at()). Strings
 /// are owned by the registry and live as long as it does.
 typedef struct opreg_plugin_info {
-    const char *name;    ///< the plugin's name, or "" when it was never read
-    const char *version; ///< the plugin's version, or ""
-    const char *path;    ///< the path it was loaded from
-    const char *reason;  ///< why it was refused, or ""
+    const char *name;         ///< the plugin's name, or "" when it was never read
+    const char *version;      ///< the plugin's version, or ""
+    const char *path;         ///< the path it was loaded from
+    const char *reason;       ///< why it was refused, or ""
     opreg_plugin_state state; ///< loaded, refused or unloaded
-    uint32_t abi_version;   ///< what the plugin declared, 0 when never read
-    opreg_dispatch_key key; ///< its backend's key, or ::OPREG_KEY_NONE
+    uint32_t abi_version;     ///< what the plugin declared, 0 when never read
+    opreg_dispatch_key key;   ///< its backend's key, or ::OPREG_KEY_NONE
 } opreg_plugin_info;
 
 /// Load the plugin at @p path (a file path, passed to `dlopen`) into @p reg:
