@@ -52,7 +52,9 @@ step() {
 }
 
 if [ "$(id -u)" -eq 0 ]; then
-  bash tools/deps.sh >"$build/deps.log" 2>&1 || log "tools/deps.sh failed (see $build/deps.log); going on"
+  # Bounded: a GPU machine may reach no package mirror, and apt would wait.
+  timeout 90 bash tools/deps.sh >"$build/deps.log" 2>&1 ||
+    log "tools/deps.sh failed or timed out (see $build/deps.log); going on"
 fi
 export PATH="$cuda_home/bin:$PATH"
 card=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
