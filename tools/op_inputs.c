@@ -339,52 +339,6 @@ static DLTensor *remap(const op_inputs *src, op_inputs *dst, const DLTensor *t) 
     return NULL;
 }
 
-opreg_status op_inputs_clone(op_inputs **out, const op_inputs *src) {
-    op_inputs *d = calloc(1, sizeof *d);
-    opreg_status st = OPREG_OK;
-    *out = NULL;
-    if (!d) return OPREG_ERR_OUT_OF_MEMORY;
-    memcpy(d, src, sizeof *d);
-    d->ntensors = 0;
-    memset(d->rets, 0, sizeof d->rets);
-    for (size_t i = 0; i < src->ntensors && st == OPREG_OK; i++) {
-        const DLTensor *sb = src->base[i], *sv = src->view[i];
-        DLTensor *nb = NULL, *nv = NULL;
-        st = opreg_tensor_empty_cpu(&nb, opb_dtype_of(sb), sb->ndim, sb->shape);
-        if (st != OPREG_OK) break;
-        memcpy(nb->data, (const char *)sb->data + sb->byte_offset, opreg_tensor_nbytes(sb));
-        nv = nb;
-        if (sv != sb)
-            st = opreg_tensor_view(&nv, nb, sv->ndim, sv->shape, sv->strides,
-                                   sv->byte_offset - sb->byte_offset);
-        if (st != OPREG_OK) {
-            opreg_tensor_free(nb);
-            break;
-        }
-        d->base[i] = nb;
-        d->view[i] = nv;
-        d->ntensors++;
-    }
-    if (st != OPREG_OK) {
-        op_inputs_free(d);
-        return st;
-    }
-    for (size_t a = 0; a < d->nargs; a++) {
-        opreg_value *v = &d->args[a];
-        if (v->kind == OPREG_VALUE_TENSOR) {
-            v->u.tensor = remap(src, d, v->u.tensor);
-        } else if (v->kind == OPREG_VALUE_TENSOR_LIST) {
-            for (size_t k = 0; k < v->u.tensors.len; k++)
-                d->lists[a][k] = remap(src, d, src->lists[a][k]);
-            v->u.tensors.items = d->lists[a];
-        } else if (v->kind == OPREG_VALUE_STR) {
-            v->u.s.ptr = d->strs[a];
-        }
-    }
-    *out = d;
-    return OPREG_OK;
-}
-
 /* Copy @p bytes from byte @p so of @p src on @p sd to byte @p doff of @p dst
  * on @p dd, one side being host memory or both. CUDA copies are enqueued on
  * the device's current stream; other devices go through their backend's
@@ -393,12 +347,13 @@ static opreg_status copy_bytes(void *dst, size_t doff, DLDevice dd, const void *
                                DLDevice sd, size_t bytes) {
     bool dh = dd.device_type == kDLCPU || dd.device_type == kDLCUDAHost;
     bool sh = sd.device_type == kDLCPU || sd.device_type == kDLCUDAHost;
-    const opreg_backend *b = opreg_key_backend(opreg_key_of_device(dh ? sd : dd));
+    const opreg_backend *b;
     if (!bytes) return OPREG_OK;
     if (dh && sh) {
         memcpy((char *)dst + doff, (const char *)src + so, bytes);
         return OPREG_OK;
     }
+    b = opreg_key_backend(opreg_key_of_device(dh ? sd : dd));
     if (dd.device_type == kDLCUDA || sd.device_type == kDLCUDA)
         return opreg_cuda_memcpy((char *)dst + doff, (const char *)src + so, bytes,
                                  dh ? sd.device_id : dd.device_id);
@@ -475,6 +430,12 @@ opreg_status op_inputs_to_device(op_inputs **out, const op_inputs *src, DLDevice
     }
     *out = d;
     return OPREG_OK;
+}
+
+/* A clone is a copy "to" the CPU: new host tensors, the same bytes. */
+opreg_status op_inputs_clone(op_inputs **out, const op_inputs *src) {
+    DLDevice cpu = { kDLCPU, 0 };
+    return op_inputs_to_device(out, src, cpu, 0);
 }
 
 opreg_status op_inputs_fetch(op_inputs *host, const op_inputs *dev, DLDevice device) {
