@@ -58,6 +58,13 @@ static rows rows_of(const opreg_tensor *t) {
 OPREG__CATALOGUE_OPS(CHECK_FN)
 #undef CHECK_FN
 
+/* Each op's portable reference kernel as a kernel of this key, cpu_ref_<op>:
+ * registered for the ops below that have no fast kernel, and called by the
+ * fast kernels for the arguments they do not cover. */
+#define REF_ON_CPU(op, arglist) OPREG__TABLE_KERNEL_SOME(cpu_ref, opreg__ref_, op, arglist)
+OPREG__CATALOGUE_OPS(REF_ON_CPU)
+#undef REF_ON_CPU
+
 /* CPU_KERNEL(op, i, "name") { body }: the kernel cpu_<op> runs the op's
  * shared checks, refuses argument i ("name") unless it is in host memory (a
  * Meta tensor passes the checks but has no data), then runs the body, which
@@ -262,9 +269,7 @@ CPU_KERNEL(paged_attention_v1, 1, "query") {
                        *lens = TS(7), *alibi = OT(10);
     int64_t bs = IV(8);
     if (q->shape[2] > OPREG__CPU_PA_MAX_HEAD || bs > OPREG__CPU_PA_MAX_BLOCK)
-        return opreg__ref_paged_attention_v1(out, q, kc, vc, IV(4), FV(5), bt, lens, bs, IV(9),
-                                             alibi, SV(11), FV(12), IV(13), IV(14), IV(15), IV(16),
-                                             IV(17));
+        return cpu_ref_paged_attention_v1(NULL, NULL, args, NULL);
     OPREG__TRY(opreg__check_paged_attention_v1_data(kc, bt, lens, bs, IV(9)));
     opreg__cpu_paged_attention_v1(opreg__ptr(out), opreg__ptr(q), opreg__ptr(kc), opreg__ptr(vc),
                                   opreg__ptr(bt), opreg__ptr(lens),
@@ -282,7 +287,7 @@ CPU_KERNEL(paged_attention_v1, 1, "query") {
 CPU_KERNEL(cutlass_scaled_mm, 1, "a") {
     opreg_tensor *out = (opreg_tensor *)TS(0);
     if (!opreg__onednn_scaled_mm_covers(out, TS(1), TS(2)))
-        return opreg__ref_cutlass_scaled_mm(out, TS(1), TS(2), TS(3), TS(4), OT(5));
+        return cpu_ref_cutlass_scaled_mm(NULL, NULL, args, NULL);
     return opreg__onednn_scaled_mm(out, TS(1), TS(2), TS(3), TS(4), OT(5));
 }
 
@@ -303,9 +308,6 @@ static opreg_status cpu_linear(void *context, const opreg_op *op, const opreg_va
 
 #define OPREG__CPU_REFERENCE_OPS(X)                                                                \
     X(copy_blocks) X(swap_blocks) X(moe_align_block_size) X(topk_softmax)
-#define REF_ON_CPU(op, arglist) OPREG__TABLE_KERNEL_SOME(cpu_ref, opreg__ref_, op, arglist)
-OPREG__CATALOGUE_OPS(REF_ON_CPU)
-#undef REF_ON_CPU
 
 OPREG_LIBRARY_IMPL(_C, CPU, m) {
     OPREG_IMPL(m, "rms_norm", cpu_rms_norm, NULL);
