@@ -4,35 +4,63 @@
 #ifndef OPREG_CPU_ACT_SIMD_H
 #define OPREG_CPU_ACT_SIMD_H
 
-AI void gated_row(int dt, int act, void *out, const void *in, int64_t d) {
-    int64_t i = 0;
-    for (; i + VW <= d; i += VW) {
+/* Outputs [i, end) of a gated row: full vectors, then one masked tail;
+ * streaming stores when nt (out + i is then aligned for them). */
+AI void gated_span(int dt, int act, int nt, void *out, const void *in, int64_t d, int64_t i,
+                   int64_t end) {
+    for (; i + VW <= end; i += VW) {
         vf x = vload(dt, opreg__cpu_at(dt, in, i)), y = vload(dt, opreg__cpu_at(dt, in, d + i));
-        vstore(dt, opreg__cpu_at_mut(dt, out, i), vmul(vround_dt(dt, vact(act, x)), y));
+        vf o = vmul(vround_dt(dt, vact(act, x)), y);
+        if (nt)
+            vstream(dt, opreg__cpu_at_mut(dt, out, i), o);
+        else
+            vstore(dt, opreg__cpu_at_mut(dt, out, i), o);
     }
-    if (i < d) {
-        vf x = vload_n(dt, opreg__cpu_at(dt, in, i), d - i);
-        vf y = vload_n(dt, opreg__cpu_at(dt, in, d + i), d - i);
-        vstore_n(dt, opreg__cpu_at_mut(dt, out, i), vmul(vround_dt(dt, vact(act, x)), y), d - i);
+    if (i < end) {
+        vf x = vload_n(dt, opreg__cpu_at(dt, in, i), end - i);
+        vf y = vload_n(dt, opreg__cpu_at(dt, in, d + i), end - i);
+        vstore_n(dt, opreg__cpu_at_mut(dt, out, i), vmul(vround_dt(dt, vact(act, x)), y), end - i);
     }
 }
 
-AI void gated_rows(int dt, int act, const struct opreg__act_args *a, int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; r++)
-        gated_row(dt, act, opreg__cpu_at_mut(dt, a->out, r * a->out_stride),
-                  opreg__cpu_at(dt, a->in, r * a->in_stride), a->d);
+AI void gated_rows(int dt, int act, int nt, const struct opreg__act_args *a, int64_t r0,
+                   int64_t r1) {
+    size_t es = opreg__cpu_es(dt);
+    for (int64_t r = r0; r < r1; r++) {
+        void *out = opreg__cpu_at_mut(dt, a->out, r * a->out_stride);
+        const void *in = opreg__cpu_at(dt, a->in, r * a->in_stride);
+        int64_t h = nt ? stream_head(out, es, VW * es, a->d) : 0;
+        if (h > 0) gated_span(dt, act, 0, out, in, a->d, 0, h);
+        if (h < a->d) gated_span(dt, act, nt, out, in, a->d, h, a->d);
+    }
+    if (nt) vfence();
 }
 
-AI void elementwise_chunks(int dt, int act, const struct opreg__act_args *a, int64_t c0,
+/* Elements [i, end) of an elementwise op, as gated_span. */
+AI void elementwise_span(int dt, int act, int nt, void *out, const void *in, int64_t i,
+                         int64_t end) {
+    for (; i + VW <= end; i += VW) {
+        vf o = vact(act, vload(dt, opreg__cpu_at(dt, in, i)));
+        if (nt)
+            vstream(dt, opreg__cpu_at_mut(dt, out, i), o);
+        else
+            vstore(dt, opreg__cpu_at_mut(dt, out, i), o);
+    }
+    if (i < end)
+        vstore_n(dt, opreg__cpu_at_mut(dt, out, i),
+                 vact(act, vload_n(dt, opreg__cpu_at(dt, in, i), end - i)), end - i);
+}
+
+AI void elementwise_chunks(int dt, int act, int nt, const struct opreg__act_args *a, int64_t c0,
                            int64_t c1) {
+    size_t es = opreg__cpu_es(dt);
     int64_t end = c1 * OPREG__CPU_CHUNK < a->n ? c1 * OPREG__CPU_CHUNK : a->n;
     int64_t i = c0 * OPREG__CPU_CHUNK;
-    for (; i + VW <= end; i += VW)
-        vstore(dt, opreg__cpu_at_mut(dt, a->out, i),
-               vact(act, vload(dt, opreg__cpu_at(dt, a->in, i))));
-    if (i < end)
-        vstore_n(dt, opreg__cpu_at_mut(dt, a->out, i),
-                 vact(act, vload_n(dt, opreg__cpu_at(dt, a->in, i), end - i)), end - i);
+    void *out = opreg__cpu_at_mut(dt, a->out, i);
+    int64_t h = i + (nt ? stream_head(out, es, VW * es, end - i) : 0);
+    if (h > i) elementwise_span(dt, act, 0, a->out, a->in, i, h);
+    if (h < end) elementwise_span(dt, act, nt, a->out, a->in, h, end);
+    if (nt) vfence();
 }
 
 /* One instance per activation: the switch in vact() folds away. */
@@ -60,15 +88,27 @@ AI void elementwise_chunks(int dt, int act, const struct opreg__act_args *a, int
 
 static void gated_range(const void *args, int64_t r0, int64_t r1) {
     const struct opreg__act_args *a = args;
-#define GATED(act) gated_rows(dt_, act, a, r0, r1)
-    ACT_CASES(GATED)
+#define GATED(act)    gated_rows(dt_, act, 0, a, r0, r1)
+#define GATED_NT(act) gated_rows(dt_, act, 1, a, r0, r1)
+    if (a->nt) {
+        ACT_CASES(GATED_NT)
+    } else {
+        ACT_CASES(GATED)
+    }
+#undef GATED_NT
 #undef GATED
 }
 
 static void elementwise_range(const void *args, int64_t c0, int64_t c1) {
     const struct opreg__act_args *a = args;
-#define ELEM(act) elementwise_chunks(dt_, act, a, c0, c1)
-    ACT_CASES(ELEM)
+#define ELEM(act)    elementwise_chunks(dt_, act, 0, a, c0, c1)
+#define ELEM_NT(act) elementwise_chunks(dt_, act, 1, a, c0, c1)
+    if (a->nt) {
+        ACT_CASES(ELEM_NT)
+    } else {
+        ACT_CASES(ELEM)
+    }
+#undef ELEM_NT
 #undef ELEM
 }
 

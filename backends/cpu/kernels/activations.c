@@ -51,7 +51,8 @@ static void gated(int kind, int dt, void *out, int64_t out_stride, const void *i
                                  .in_stride = in_stride,
                                  .d = d,
                                  .act = kind,
-                                 .dt = dt };
+                                 .dt = dt,
+                                 .nt = opreg__cpu_stream(rows * d * (int64_t)opreg__cpu_es(dt)) };
     if (d <= 0) return;
     opreg__cpu_parallel(s ? s->gated : gated_portable, &a, rows,
                         3 * rows * d * (int64_t)opreg__cpu_es(dt));
@@ -59,7 +60,12 @@ static void gated(int kind, int dt, void *out, int64_t out_stride, const void *i
 
 static void elementwise(int kind, int dt, void *out, const void *in, int64_t n) {
     const struct opreg__cpu_simd *s = opreg__cpu_simd();
-    struct opreg__act_args a = { .out = out, .in = in, .n = n, .act = kind, .dt = dt };
+    struct opreg__act_args a = { .out = out,
+                                 .in = in,
+                                 .n = n,
+                                 .act = kind,
+                                 .dt = dt,
+                                 .nt = opreg__cpu_stream(n * (int64_t)opreg__cpu_es(dt)) };
     opreg__cpu_parallel(s ? s->elementwise : elementwise_portable, &a,
                         (n + OPREG__CPU_CHUNK - 1) / OPREG__CPU_CHUNK,
                         2 * n * (int64_t)opreg__cpu_es(dt));

@@ -37,6 +37,18 @@ int opreg__cpu_set_isa_limit(int isa);
 /* "portable", "avx2", "avx512", "avx512_bf16". */
 const char *opreg__cpu_isa_name(int isa);
 
+/* Whether a call that writes @p out_bytes to memory it does not read should
+ * write them with streaming (non-temporal) stores: when the output is too
+ * large to be found in the last-level cache by its consumer anyway, plain
+ * stores first read every line they write (write-allocate), a third more
+ * traffic for an op that reads one byte per byte written. */
+int opreg__cpu_stream(int64_t out_bytes);
+/* Set the output size from which opreg__cpu_stream() says yes (0: the
+ * default, half the last-level cache); returns the previous setting. Tests
+ * force it low to run the streaming paths on small tensors. Not for use
+ * while kernels run on other threads. */
+int64_t opreg__cpu_set_stream_bytes(int64_t bytes);
+
 /* ---- float kernels, one per dtype ----------------------------------------- */
 
 #define OPREG__CPU_FLOAT_TYPES(X) X(f32, float) X(f16, uint16_t) X(bf16, uint16_t)

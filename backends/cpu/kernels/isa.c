@@ -7,6 +7,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
@@ -24,6 +26,10 @@
  * (and TSan) are fine; the value is the same whoever writes it. */
 static atomic_int detected = -1;
 static atomic_int limit = OPREG__ISA_AVX512_BF16;
+
+/* opreg__cpu_stream's threshold: 0 until first asked, then the default or
+ * what a test set. */
+static _Atomic int64_t stream_bytes = 0;
 
 #if defined(__x86_64__) && defined(__GNUC__)
 /* XCR0: the register states the OS saves (AVX needs SSE+AVX, AVX-512 also
@@ -74,6 +80,55 @@ int opreg__cpu_isa(void) {
 
 int opreg__cpu_set_isa_limit(int isa) {
     return atomic_exchange_explicit(&limit, isa, memory_order_relaxed);
+}
+
+/* The size of one instance of the last-level cache, from Linux's sysfs:
+ * glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) can report the whole package's
+ * (ten instances on some EPYC guests), which would never stream. 0 when
+ * unknown. */
+static int64_t llc_bytes(void) {
+    int64_t best = 0;
+    for (int idx = 0; idx < 8; idx++) {
+        char path[96], text[32];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
+        FILE *f = fopen(path, "r");
+        if (!f) break;
+        size_t len = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[len] = 0;
+        char *end;
+        long long v = strtoll(text, &end, 10);
+        if (v <= 0) continue;
+        if (*end == 'K')
+            v <<= 10;
+        else if (*end == 'M')
+            v <<= 20;
+        if (v > best) best = v;
+    }
+    return best;
+}
+
+/* Half the last-level cache (at least 4 MiB; 16 MiB when unknown): an
+ * output larger than that has mostly been evicted by the time the call
+ * that wrote it returns. */
+static int64_t default_stream_bytes(void) {
+    int64_t llc = llc_bytes();
+    int64_t b = llc > 0 ? llc / 2 : (int64_t)16 << 20;
+    return b < ((int64_t)4 << 20) ? (int64_t)4 << 20 : b;
+}
+
+int opreg__cpu_stream(int64_t out_bytes) {
+    int64_t t = atomic_load_explicit(&stream_bytes, memory_order_relaxed);
+    if (t == 0) {
+        t = default_stream_bytes();
+        atomic_store_explicit(&stream_bytes, t, memory_order_relaxed);
+    }
+    return out_bytes >= t;
+}
+
+int64_t opreg__cpu_set_stream_bytes(int64_t bytes) {
+    int64_t old = atomic_exchange_explicit(&stream_bytes, bytes, memory_order_relaxed);
+    return old ? old : default_stream_bytes();
 }
 
 const char *opreg__cpu_isa_name(int isa) {

@@ -34,6 +34,7 @@ struct opreg__norm_args {
     int64_t out_stride, in_stride, res_stride, hidden;
     float eps;
     int dt;
+    int nt; /* rms_norm: streaming stores for out (opreg__cpu_stream) */
 };
 
 /* Gated: rows of d outputs. Elementwise: n elements in chunks. */
@@ -42,6 +43,7 @@ struct opreg__act_args {
     const void *in;
     int64_t out_stride, in_stride, d, n;
     int act, dt;
+    int nt; /* streaming stores for out (opreg__cpu_stream) */
 };
 
 struct opreg__rope_args {
@@ -62,6 +64,7 @@ struct opreg__quant_args {
     int64_t n, in_stride, hidden;
     float scale;
     int dt;
+    int nt; /* int8: streaming stores for out (opreg__cpu_stream) */
 };
 
 /* paged_attention_v1: work item r is sequence r / hkv, KV head r % hkv.

@@ -51,7 +51,9 @@ static void rms_norm(int dt, void *out, int64_t out_stride, const void *in, int6
                                   .in_stride = in_stride,
                                   .hidden = hidden,
                                   .eps = eps,
-                                  .dt = dt };
+                                  .dt = dt,
+                                  .nt = opreg__cpu_stream(rows * hidden *
+                                                          (int64_t)opreg__cpu_es(dt)) };
     if (hidden <= 0) return;
     opreg__cpu_parallel(s ? s->rms_norm : rms_norm_portable, &a, rows,
                         2 * rows * hidden * (int64_t)opreg__cpu_es(dt));

@@ -32,28 +32,40 @@ AI float sum_squares(int dt, const void *x, int64_t n) {
     return vhsum(vadd(vadd(a0, a1), vadd(a2, a3)));
 }
 
-/* out = (T)((T)(x * r) * w) */
-AI void scale_row(int dt, void *out, const void *x, const void *w, int64_t n, float r) {
-    vf vr = vset1(r);
-    int64_t i = 0;
-    for (; i + VW <= n; i += VW) {
+/* out = (T)((T)(x * r) * w) over [i, end): full vectors, then one masked
+ * tail; streaming stores when nt (out + i is then aligned for them). */
+AI void scale_span(int dt, int nt, void *out, const void *x, const void *w, vf vr, int64_t i,
+                   int64_t end) {
+    for (; i + VW <= end; i += VW) {
         vf t = vround_dt(dt, vmul(vload(dt, opreg__cpu_at(dt, x, i)), vr));
-        vstore(dt, opreg__cpu_at_mut(dt, out, i), vmul(t, vload(dt, opreg__cpu_at(dt, w, i))));
+        vf o = vmul(t, vload(dt, opreg__cpu_at(dt, w, i)));
+        if (nt)
+            vstream(dt, opreg__cpu_at_mut(dt, out, i), o);
+        else
+            vstore(dt, opreg__cpu_at_mut(dt, out, i), o);
     }
-    if (i < n) {
-        vf t = vround_dt(dt, vmul(vload_n(dt, opreg__cpu_at(dt, x, i), n - i), vr));
-        vf o = vmul(t, vload_n(dt, opreg__cpu_at(dt, w, i), n - i));
-        vstore_n(dt, opreg__cpu_at_mut(dt, out, i), o, n - i);
+    if (i < end) {
+        vf t = vround_dt(dt, vmul(vload_n(dt, opreg__cpu_at(dt, x, i), end - i), vr));
+        vf o = vmul(t, vload_n(dt, opreg__cpu_at(dt, w, i), end - i));
+        vstore_n(dt, opreg__cpu_at_mut(dt, out, i), o, end - i);
     }
 }
 
-AI void rms_norm_rows(int dt, const struct opreg__norm_args *a, int64_t r0, int64_t r1) {
+AI void scale_row(int dt, int nt, void *out, const void *x, const void *w, int64_t n, float r) {
+    size_t es = opreg__cpu_es(dt);
+    int64_t h = nt ? stream_head(out, es, VW * es, n) : 0;
+    if (h > 0) scale_span(dt, 0, out, x, w, vset1(r), 0, h);
+    if (h < n) scale_span(dt, nt, out, x, w, vset1(r), h, n);
+}
+
+AI void rms_norm_rows(int dt, int nt, const struct opreg__norm_args *a, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
         const void *x = opreg__cpu_at(dt, a->in, r * a->in_stride);
         float ss = sum_squares(dt, x, a->hidden);
         float rs = 1.0f / sqrtf(ss / (float)a->hidden + a->eps);
-        scale_row(dt, opreg__cpu_at_mut(dt, a->out, r * a->out_stride), x, a->w, a->hidden, rs);
+        scale_row(dt, nt, opreg__cpu_at_mut(dt, a->out, r * a->out_stride), x, a->w, a->hidden, rs);
     }
+    if (nt) vfence();
 }
 
 /* z = (T)(x + res) into res, returning sum(z^2) of the rounded z. */
@@ -87,28 +99,21 @@ AI void fused_add_rows(int dt, const struct opreg__norm_args *a, int64_t r0, int
         void *res = opreg__cpu_at_mut(dt, a->res, r * a->res_stride);
         float ss = add_residual(dt, x, res, a->hidden);
         float rs = 1.0f / sqrtf(ss / (float)a->hidden + a->eps);
-        scale_row(dt, x, res, a->w, a->hidden, rs);
+        scale_row(dt, 0, x, res, a->w, a->hidden, rs);
     }
 }
 
 static void rms_norm_range(const void *args, int64_t r0, int64_t r1) {
     const struct opreg__norm_args *a = args;
-    if (a->dt == OPREG_DTYPE_F32)
-        rms_norm_rows(OPREG_DTYPE_F32, a, r0, r1);
-    else if (a->dt == OPREG_DTYPE_BF16)
-        rms_norm_rows(OPREG_DTYPE_BF16, a, r0, r1);
+    if (a->nt)
+        PER_DTYPE(a->dt, rms_norm_rows(dt_, 1, a, r0, r1));
     else
-        rms_norm_rows(OPREG_DTYPE_F16, a, r0, r1);
+        PER_DTYPE(a->dt, rms_norm_rows(dt_, 0, a, r0, r1));
 }
 
 static void fused_add_range(const void *args, int64_t r0, int64_t r1) {
     const struct opreg__norm_args *a = args;
-    if (a->dt == OPREG_DTYPE_F32)
-        fused_add_rows(OPREG_DTYPE_F32, a, r0, r1);
-    else if (a->dt == OPREG_DTYPE_BF16)
-        fused_add_rows(OPREG_DTYPE_BF16, a, r0, r1);
-    else
-        fused_add_rows(OPREG_DTYPE_F16, a, r0, r1);
+    PER_DTYPE(a->dt, fused_add_rows(dt_, a, r0, r1));
 }
 
 #endif

@@ -66,7 +66,9 @@ static int64_t chunks(int64_t n) {
 
 static void int8_static(int dt, int8_t *out, const void *in, int64_t n, float scale) {
     const struct opreg__cpu_simd *s = opreg__cpu_simd();
-    struct opreg__quant_args a = { .out = out, .in = in, .n = n, .scale = scale, .dt = dt };
+    struct opreg__quant_args a = {
+        .out = out, .in = in, .n = n, .scale = scale, .dt = dt, .nt = opreg__cpu_stream(n)
+    };
     opreg__cpu_parallel(s ? s->int8_static : int8_static_portable, &a, chunks(n),
                         n * (int64_t)(opreg__cpu_es(dt) + 1));
 }
@@ -75,7 +77,13 @@ static void int8_dynamic(int dt, int8_t *out, float *scales, const void *in, int
                          int64_t rows, int64_t hidden) {
     const struct opreg__cpu_simd *s = opreg__cpu_simd();
     struct opreg__quant_args a = {
-        .out = out, .scales = scales, .in = in, .in_stride = in_stride, .hidden = hidden, .dt = dt
+        .out = out,
+        .scales = scales,
+        .in = in,
+        .in_stride = in_stride,
+        .hidden = hidden,
+        .dt = dt,
+        .nt = opreg__cpu_stream(rows * hidden),
     };
     opreg__cpu_parallel(s ? s->int8_dynamic : int8_dynamic_portable, &a, rows,
                         rows * hidden * (int64_t)(opreg__cpu_es(dt) + 1));

@@ -18,13 +18,33 @@ AI vf fp8_clamp(vf q) {
     return vmax(vmin(q, vset1(448.0f)), vset1(-448.0f));
 }
 
-AI void int8_static_span(int dt, int8_t *out, const void *in, int64_t i, int64_t end, float s) {
-    vf vs = vset1(s);
+/* int8 of x / div (div != 0) or x * mul over [i, end); when nt, groups of
+ * 4 * VW outputs go out with streaming stores once out + i is aligned. */
+AI vf int8_q(int dt, const void *in, int64_t i, int64_t m, int by_div, vf f) {
+    vf x = m == VW ? vload(dt, opreg__cpu_at(dt, in, i)) : vload_n(dt, opreg__cpu_at(dt, in, i), m);
+    return to_int8_range(by_div ? vdiv(x, f) : vmul(x, f));
+}
+
+AI void int8_span(int dt, int nt, int by_div, int8_t *out, const void *in, int64_t i, int64_t end,
+                  float f) {
+    vf vfac = vset1(f);
+    if (nt) {
+        int64_t h = i + stream_head(out + i, 1, 4 * VW, end - i);
+        for (; i + VW <= h; i += VW)
+            vstore_i8(out + i, int8_q(dt, in, i, VW, by_div, vfac), VW);
+        if (i < h) {
+            vstore_i8(out + i, int8_q(dt, in, i, h - i, by_div, vfac), h - i);
+            i = h;
+        }
+        for (; i + 4 * VW <= end; i += 4 * VW)
+            vstream_i8x4(out + i, int8_q(dt, in, i, VW, by_div, vfac),
+                         int8_q(dt, in, i + VW, VW, by_div, vfac),
+                         int8_q(dt, in, i + 2 * VW, VW, by_div, vfac),
+                         int8_q(dt, in, i + 3 * VW, VW, by_div, vfac));
+    }
     for (; i + VW <= end; i += VW)
-        vstore_i8(out + i, to_int8_range(vdiv(vload(dt, opreg__cpu_at(dt, in, i)), vs)), VW);
-    if (i < end)
-        vstore_i8(out + i, to_int8_range(vdiv(vload_n(dt, opreg__cpu_at(dt, in, i), end - i), vs)),
-                  end - i);
+        vstore_i8(out + i, int8_q(dt, in, i, VW, by_div, vfac), VW);
+    if (i < end) vstore_i8(out + i, int8_q(dt, in, i, end - i, by_div, vfac), end - i);
 }
 
 AI void fp8_static_span(int dt, uint8_t *out, const void *in, int64_t i, int64_t end, float inv) {
@@ -56,8 +76,13 @@ AI int64_t chunk_end(const struct opreg__quant_args *a, int64_t c1) {
 
 static void int8_static_range(const void *args, int64_t c0, int64_t c1) {
     const struct opreg__quant_args *a = args;
-    PER_DTYPE(a->dt, int8_static_span(dt_, a->out, a->in, c0 * OPREG__CPU_CHUNK, chunk_end(a, c1),
-                                      a->scale));
+    int64_t i = c0 * OPREG__CPU_CHUNK, end = chunk_end(a, c1);
+    if (a->nt) {
+        PER_DTYPE(a->dt, int8_span(dt_, 1, 1, a->out, a->in, i, end, a->scale));
+        vfence();
+    } else {
+        PER_DTYPE(a->dt, int8_span(dt_, 0, 1, a->out, a->in, i, end, a->scale));
+    }
 }
 
 static void fp8_static_range(const void *args, int64_t c0, int64_t c1) {
@@ -75,27 +100,24 @@ static void amax_range(const void *args, int64_t u0, int64_t u1) {
     }
 }
 
-AI void int8_dynamic_rows(int dt, const struct opreg__quant_args *a, int64_t r0, int64_t r1) {
+AI void int8_dynamic_rows(int dt, int nt, const struct opreg__quant_args *a, int64_t r0,
+                          int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
         const void *x = opreg__cpu_at(dt, a->in, r * a->in_stride);
         int8_t *o = (int8_t *)a->out + r * a->hidden;
         float amax = amax_span(dt, x, 0, a->hidden);
-        vf mult = vset1(127.0f / amax);
-        int64_t i = 0;
-        for (; i + VW <= a->hidden; i += VW)
-            vstore_i8(o + i, to_int8_range(vmul(vload(dt, opreg__cpu_at(dt, x, i)), mult)), VW);
-        if (i < a->hidden)
-            vstore_i8(
-                o + i,
-                to_int8_range(vmul(vload_n(dt, opreg__cpu_at(dt, x, i), a->hidden - i), mult)),
-                a->hidden - i);
+        int8_span(dt, nt, 0, o, x, 0, a->hidden, 127.0f / amax);
         a->scales[r] = amax / 127.0f;
     }
+    if (nt) vfence();
 }
 
 static void int8_dynamic_range(const void *args, int64_t r0, int64_t r1) {
     const struct opreg__quant_args *a = args;
-    PER_DTYPE(a->dt, int8_dynamic_rows(dt_, a, r0, r1));
+    if (a->nt)
+        PER_DTYPE(a->dt, int8_dynamic_rows(dt_, 1, a, r0, r1));
+    else
+        PER_DTYPE(a->dt, int8_dynamic_rows(dt_, 0, a, r0, r1));
 }
 
 #endif

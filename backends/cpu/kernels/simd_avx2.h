@@ -111,6 +111,33 @@ VI void vstore(int dt, void *p, vf v) {
                          _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
+/* Streaming (non-temporal) stores: a full vector to p aligned to VW
+ * elements; 4 * VW int8 values (lanes holding integers in [-128, 127]) to
+ * p aligned to 32 bytes. vfence() orders them before a thread's work is
+ * handed back. */
+VI void vstream(int dt, void *p, vf v) {
+    if (dt == OPREG_DTYPE_F32)
+        _mm256_stream_ps((float *)p, v);
+    else if (dt == OPREG_DTYPE_BF16)
+        _mm_stream_si128((__m128i *)p, bf16_pack(v));
+    else
+        _mm_stream_si128((__m128i *)p,
+                         _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+VI void vstream_i8x4(int8_t *p, vf a, vf b, vf c, vf d) {
+    /* packs work per 128-bit lane: [a0-3 b0-3 c0-3 d0-3 | a4-7 b4-7 c4-7 d4-7] */
+    __m256i ab = _mm256_packs_epi32(_mm256_cvttps_epi32(a), _mm256_cvttps_epi32(b));
+    __m256i cd = _mm256_packs_epi32(_mm256_cvttps_epi32(c), _mm256_cvttps_epi32(d));
+    __m256i r = _mm256_packs_epi16(ab, cd);
+    r = _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_stream_si256((__m256i *)p, r);
+}
+
+VI void vfence(void) {
+    _mm_sfence();
+}
+
 /* n < VW elements; the other lanes read as 0. A bounce buffer: AVX2 has no
  * 16-bit masked loads, and tails are rare. */
 VI vf vload_n(int dt, const void *p, int64_t n) {

@@ -127,6 +127,29 @@ VI void vstore_n(int dt, void *p, vf v, int64_t n) {
         _mm256_mask_storeu_epi16(p, tail_mask(n), narrow(dt, v));
 }
 
+/* Streaming (non-temporal) stores: a full vector to p aligned to VW
+ * elements; 4 * VW int8 values (lanes holding integers in [-128, 127]) to
+ * p aligned to 64 bytes. vfence() orders them before a thread's work is
+ * handed back. */
+VI void vstream(int dt, void *p, vf v) {
+    if (dt == OPREG_DTYPE_F32)
+        _mm512_stream_ps(p, v);
+    else
+        _mm256_stream_si256((__m256i *)p, narrow(dt, v));
+}
+
+VI void vstream_i8x4(int8_t *p, vf a, vf b, vf c, vf d) {
+    __m512i r = _mm512_castsi128_si512(_mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(a)));
+    r = _mm512_inserti32x4(r, _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(b)), 1);
+    r = _mm512_inserti32x4(r, _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(c)), 2);
+    r = _mm512_inserti32x4(r, _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(d)), 3);
+    _mm512_stream_si512((__m512i *)p, r);
+}
+
+VI void vfence(void) {
+    _mm_sfence();
+}
+
 VI vf vround_dt(int dt, vf v) {
     if (dt == OPREG_DTYPE_F32) return v;
     return widen(dt, narrow(dt, v));

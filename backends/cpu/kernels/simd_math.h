@@ -27,6 +27,17 @@
         }                                                                                          \
     } while (0)
 
+/* How many leading elements of a span at p (n elements of es bytes) to
+ * store plainly so that the rest starts aligned to @p align bytes for
+ * streaming stores; n when p is not even element-aligned. */
+VI int64_t stream_head(const void *p, size_t es, size_t align, int64_t n) {
+    size_t mis = (size_t)((uintptr_t)p & (align - 1));
+    if (mis == 0) return 0;
+    if (mis % es) return n;
+    int64_t h = (int64_t)((align - mis) / es);
+    return h < n ? h : n;
+}
+
 /* Cephes expf: e^x = 2^n * e^r, |r| <= ln2/2, degree-6 polynomial for e^r.
  * The clamp keeps 2^n a normal float (n in [-126, 127]); outside it the
  * result saturates near 0 or 3.4e38, which every caller tolerates. */
