@@ -8,9 +8,27 @@
  * streaming stores when nt (out + i is then aligned for them). */
 AI void gated_span(int dt, int act, int nt, void *out, const void *in, int64_t d, int64_t i,
                    int64_t end) {
+    const int precise = dt == OPREG_DTYPE_F32;
+    /* Two vectors a step: each is one long dependency chain (exp, divide,
+     * rounding), and side by side in program order they overlap without
+     * relying on the out-of-order window alone. */
+    for (; i + 2 * VW <= end; i += 2 * VW) {
+        vf x0 = vload(dt, opreg__cpu_at(dt, in, i)), x1 = vload(dt, opreg__cpu_at(dt, in, i + VW));
+        vf y0 = vload(dt, opreg__cpu_at(dt, in, d + i));
+        vf y1 = vload(dt, opreg__cpu_at(dt, in, d + i + VW));
+        vf o0 = vmul(vround_dt(dt, vact(act, precise, x0)), y0);
+        vf o1 = vmul(vround_dt(dt, vact(act, precise, x1)), y1);
+        if (nt) {
+            vstream(dt, opreg__cpu_at_mut(dt, out, i), o0);
+            vstream(dt, opreg__cpu_at_mut(dt, out, i + VW), o1);
+        } else {
+            vstore(dt, opreg__cpu_at_mut(dt, out, i), o0);
+            vstore(dt, opreg__cpu_at_mut(dt, out, i + VW), o1);
+        }
+    }
     for (; i + VW <= end; i += VW) {
         vf x = vload(dt, opreg__cpu_at(dt, in, i)), y = vload(dt, opreg__cpu_at(dt, in, d + i));
-        vf o = vmul(vround_dt(dt, vact(act, x)), y);
+        vf o = vmul(vround_dt(dt, vact(act, precise, x)), y);
         if (nt)
             vstream(dt, opreg__cpu_at_mut(dt, out, i), o);
         else
@@ -19,7 +37,8 @@ AI void gated_span(int dt, int act, int nt, void *out, const void *in, int64_t d
     if (i < end) {
         vf x = vload_n(dt, opreg__cpu_at(dt, in, i), end - i);
         vf y = vload_n(dt, opreg__cpu_at(dt, in, d + i), end - i);
-        vstore_n(dt, opreg__cpu_at_mut(dt, out, i), vmul(vround_dt(dt, vact(act, x)), y), end - i);
+        vstore_n(dt, opreg__cpu_at_mut(dt, out, i), vmul(vround_dt(dt, vact(act, precise, x)), y),
+                 end - i);
     }
 }
 
@@ -40,7 +59,7 @@ AI void gated_rows(int dt, int act, int nt, const struct opreg__act_args *a, int
 AI void elementwise_span(int dt, int act, int nt, void *out, const void *in, int64_t i,
                          int64_t end) {
     for (; i + VW <= end; i += VW) {
-        vf o = vact(act, vload(dt, opreg__cpu_at(dt, in, i)));
+        vf o = vact(act, dt == OPREG_DTYPE_F32, vload(dt, opreg__cpu_at(dt, in, i)));
         if (nt)
             vstream(dt, opreg__cpu_at_mut(dt, out, i), o);
         else
@@ -48,7 +67,8 @@ AI void elementwise_span(int dt, int act, int nt, void *out, const void *in, int
     }
     if (i < end)
         vstore_n(dt, opreg__cpu_at_mut(dt, out, i),
-                 vact(act, vload_n(dt, opreg__cpu_at(dt, in, i), end - i)), end - i);
+                 vact(act, dt == OPREG_DTYPE_F32, vload_n(dt, opreg__cpu_at(dt, in, i), end - i)),
+                 end - i);
 }
 
 AI void elementwise_chunks(int dt, int act, int nt, const struct opreg__act_args *a, int64_t c0,

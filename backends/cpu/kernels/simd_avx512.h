@@ -65,6 +65,16 @@ VI vf vpow2i(vf n) {
     __m512i e = _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127));
     return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
 }
+/* t - floor(t), and p * 2^floor(t) (VREDUCEPS, VSCALEFPS): exp's range
+ * reduction in two instructions, with 0 and inf for |t| beyond the float
+ * range instead of a clamp. simd_math.h uses them when this is defined. */
+#define OPREG__SIMD_SCALEF 1
+VI vf vfrac_floor(vf t) {
+    return _mm512_reduce_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+}
+VI vf vscale2(vf p, vf t) {
+    return _mm512_scalef_ps(p, t);
+}
 VI float vhsum(vf a) {
     return _mm512_reduce_add_ps(a);
 }
@@ -93,9 +103,16 @@ VI __m256i f16_pack(vf v) {
     return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
+/* bf16 words 0..15 of h into the high halves of 32-bit lanes, zeros below:
+ * one word permute (VPERMW) instead of a widening move and a shift. */
+VI __m512i bf16_spread(__m512i h) {
+    const __m512i idx = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7, 0,
+                                         6, 0, 5, 0, 4, 0, 3, 0, 2, 0, 1, 0, 0, 0);
+    return _mm512_maskz_permutexvar_epi16((__mmask32)0xAAAAAAAAu, idx, h);
+}
+
 VI vf widen(int dt, __m256i h) {
-    if (dt == OPREG_DTYPE_BF16)
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    if (dt == OPREG_DTYPE_BF16) return _mm512_castsi512_ps(bf16_spread(_mm512_castsi256_si512(h)));
     return _mm512_cvtph_ps(h);
 }
 

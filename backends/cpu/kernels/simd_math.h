@@ -38,6 +38,49 @@ VI int64_t stream_head(const void *p, size_t es, size_t align, int64_t n) {
     return h < n ? h : n;
 }
 
+#ifdef OPREG__SIMD_SCALEF
+/* 2^f for f in [0, 1] (and a hair beyond), fits evaluated in f32: degree 6
+ * with relative error below 1e-7 when precise, else degree 5, below 2e-7. */
+VI vf vpow2_unit(vf f, int precise) {
+    vf p;
+    if (precise) {
+        p = vset1(2.1745804406236857e-4f);
+        p = vfma(p, f, vset1(1.2423592852428555e-3f));
+        p = vfma(p, f, vset1(9.681044146418571e-3f));
+        p = vfma(p, f, vset1(5.548194423317909e-2f));
+        p = vfma(p, f, vset1(2.402302473783493e-1f));
+        p = vfma(p, f, vset1(6.931469440460205e-1f));
+        return vfma(p, f, vset1(1.0f));
+    }
+    p = vset1(1.8825543811544776e-3f);
+    p = vfma(p, f, vset1(8.973401039838791e-3f));
+    p = vfma(p, f, vset1(5.584392324090004e-2f));
+    p = vfma(p, f, vset1(2.401455193758011e-1f));
+    p = vfma(p, f, vset1(6.93154513835907e-1f));
+    return vfma(p, f, vset1(9.999998807907104e-1f));
+}
+
+/* e^(s x), s = +1 or -1, as 2^t with t = s x log2(e): 2^(t - floor t) by
+ * the polynomial, scaled by 2^floor(t), which also gives 0 and inf (and NaN
+ * stays NaN) outside the float range. When precise (f32 results), t's
+ * rounding error, up to 4e-6 relative to e^x at |x| = 87, is carried in a
+ * second float; narrow dtypes, which keep 8 or 11 bits, skip that and take
+ * the shorter polynomial. */
+VI vf vexp_s(vf x, float s, int precise) {
+    const float l2e_hi = 1.44269502162933349609375f, l2e_lo = 1.925963033500011e-8f;
+    if (!precise) {
+        vf t = vmul(x, vset1(s * l2e_hi));
+        return vscale2(vpow2_unit(vfrac_floor(t), 0), t);
+    }
+    /* e^104 and e^-104 are already inf and 0 in float; the clamp keeps the
+     * error term finite. */
+    x = vmin(vmax(x, vset1(-104.0f)), vset1(104.0f));
+    vf t = vmul(x, vset1(s * l2e_hi));
+    vf lo = vfma(x, vset1(s * l2e_hi), vsub(vzero(), t)); /* exact: x * hi - t */
+    lo = vfma(x, vset1(s * l2e_lo), lo);
+    return vscale2(vpow2_unit(vadd(vfrac_floor(t), lo), 1), t);
+}
+#else
 /* Cephes expf: e^x = 2^n * e^r, |r| <= ln2/2, degree-6 polynomial for e^r.
  * The clamp keeps 2^n a normal float (n in [-126, 127]); outside it the
  * result saturates near 0 or 3.4e38, which every caller tolerates. */
@@ -57,16 +100,23 @@ VI vf vexp(vf x) {
     return vmul(p, vpow2i(n));
 }
 
+/* e^(s x), s = +1 or -1; one accuracy for every dtype on this path. */
+VI vf vexp_s(vf x, float s, int precise) {
+    (void)precise;
+    return vexp(s < 0 ? vsub(vzero(), x) : x);
+}
+#endif
+
 /* x / (1 + e^(-a)) */
-VI vf vx_sigmoid(vf x, vf a) {
-    return vdiv(x, vadd(vset1(1.0f), vexp(vsub(vzero(), a))));
+VI vf vx_sigmoid(vf x, vf a, int precise) {
+    return vdiv(x, vadd(vset1(1.0f), vexp_s(a, -1.0f, precise)));
 }
 
 /* The normal CDF Phi(x) = 0.5 erfc(-x/sqrt2), with erfc from Numerical
  * Recipes' erfcc (relative error < 1.2e-7 for z >= 0): for x < 0 it is
  * 0.5 erfc(|z|) directly, so gelu keeps its relative accuracy in the left
  * tail where 1 + erf(z) would cancel; for x >= 0, 1 - 0.5 erfc(z). */
-VI vf vphi(vf x) {
+VI vf vphi(vf x, int precise) {
     vf z = vmul(vabs(x), vset1(0.70710678118654752f));
     vf t = vdiv(vset1(1.0f), vfma(vset1(0.5f), z, vset1(1.0f)));
     vf p = vset1(0.17087277f), h;
@@ -79,31 +129,34 @@ VI vf vphi(vf x) {
     p = vfma(p, t, vset1(0.37409196f));
     p = vfma(p, t, vset1(1.00002368f));
     p = vfma(p, t, vset1(-1.26551223f));
-    h = vmul(vmul(vset1(0.5f), t), vexp(vsub(p, vmul(z, z)))); /* 0.5 erfc(|z|) */
+    h = vmul(vmul(vset1(0.5f), t), vexp_s(vsub(p, vmul(z, z)), 1.0f, precise)); /* 0.5 erfc(|z|) */
     return vblend_neg(x, h, vsub(vset1(1.0f), h));
 }
 
-AI vf vact(int act, vf x) {
+/* act(x); precise for f32 results (see vexp_s). */
+AI vf vact(int act, int precise, vf x) {
     switch (act) {
     case OPREG__ACT_SILU:
-        return vx_sigmoid(x, x);
+        return vx_sigmoid(x, x, precise);
     case OPREG__ACT_GELU:
-        return vmul(x, vphi(x));
+        return vmul(x, vphi(x, precise));
     case OPREG__ACT_GELU_TANH: {
         /* 2 * sqrt(2/pi) * (x + 0.044715 x^3) */
         vf x3 = vmul(vmul(x, x), x);
-        return vx_sigmoid(x, vmul(vset1(1.5957691216057308f), vfma(vset1(0.044715f), x3, x)));
+        return vx_sigmoid(x, vmul(vset1(1.5957691216057308f), vfma(vset1(0.044715f), x3, x)),
+                          precise);
     }
     case OPREG__ACT_GELU_NEW: {
         vf x3 = vmul(vmul(x, x), x);
-        return vx_sigmoid(x, vmul(vset1(2.0f * 0.79788456f), vfma(vset1(0.044715f), x3, x)));
+        return vx_sigmoid(x, vmul(vset1(2.0f * 0.79788456f), vfma(vset1(0.044715f), x3, x)),
+                          precise);
     }
     case OPREG__ACT_GELU_FAST: {
         vf inner = vfma(vmul(vset1(0.044715f), x), x, vset1(1.0f));
-        return vx_sigmoid(x, vmul(vmul(vset1(2.0f * 0.79788456f), x), inner));
+        return vx_sigmoid(x, vmul(vmul(vset1(2.0f * 0.79788456f), x), inner), precise);
     }
     default:
-        return vx_sigmoid(x, vmul(vset1(1.702f), x));
+        return vx_sigmoid(x, vmul(vset1(1.702f), x), precise);
     }
 }
 
