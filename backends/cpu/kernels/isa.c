@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
@@ -63,9 +64,22 @@ static int detect(void) {
 #endif
 }
 
+/* OPREG_CPU_ISA caps the path, as oneDNN's ONEDNN_MAX_CPU_ISA does: for
+ * comparing paths on one machine, or for ruling one out. -1 when unset or
+ * not a path's name. */
+static int isa_from_env(void) {
+    const char *e = getenv("OPREG_CPU_ISA");
+    if (!e) return -1;
+    for (int isa = OPREG__ISA_PORTABLE; isa <= OPREG__ISA_AVX512_BF16; isa++)
+        if (strcmp(e, opreg__cpu_isa_name(isa)) == 0) return isa;
+    return -1;
+}
+
 int opreg__cpu_isa_detected(void) {
     int d = atomic_load_explicit(&detected, memory_order_relaxed);
     if (d < 0) {
+        int cap = isa_from_env();
+        if (cap >= 0) atomic_store_explicit(&limit, cap, memory_order_relaxed);
         d = detect();
         atomic_store_explicit(&detected, d, memory_order_relaxed);
     }

@@ -169,6 +169,18 @@ VI void vfence(void) {
 
 VI vf vround_dt(int dt, vf v) {
     if (dt == OPREG_DTYPE_F32) return v;
+#ifndef OPREG__SIMD_BF16
+    if (dt == OPREG_DTYPE_BF16) {
+        /* without VCVTNEPS2BF16: round the low half away in place, as
+         * bf16_pack does, instead of packing and widening again */
+        __m512i u = _mm512_castps_si512(v);
+        __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+        __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
+        r = _mm512_and_si512(r, _mm512_set1_epi32((int)0xFFFF0000u));
+        __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        return _mm512_castsi512_ps(_mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7FC00000)));
+    }
+#endif
     return widen(dt, narrow(dt, v));
 }
 
