@@ -12,8 +12,14 @@
 # JSON lines to build-gpu/bench-cuda.json. Each step runs under `timeout`,
 # inside a budget of GPU_CHECK_BUDGET seconds (default 470, under 8 min).
 # Needs the CUDA toolkit (nvcc; CUDA_HOME, default /usr/local/cuda), cmake,
-# gcc and the Debian packages of tools/deps.sh, which it runs first when
-# root. Exit status: 0 when every step passed.
+# gcc, oneDNN and DLPack's header. A machine that reaches no package mirror
+# gets the last two from deps-bundle/ (tools/deps-bundle.sh fetches it on a
+# machine that does): the .deb files are unpacked into the build folder
+# when the system lacks the packages, and apt is not tried. Without a
+# bundle, tools/deps.sh runs first when root (bounded, 90 s).
+# -DOPREG_WERROR follows GPU_CHECK_WERROR (default OFF: another machine's
+# compiler may warn where ours does not; its warnings are in the build log).
+# Exit status: 0 when every step passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,7 +57,37 @@ step() {
   return $rc
 }
 
-if [ "$(id -u)" -eq 0 ]; then
+# has_header HEADER: whether the C compiler finds it on its default path.
+has_header() { printf '#include <%s>\n' "$1" | ${CC:-cc} -E -x c - >/dev/null 2>&1; }
+
+# unpack_deb DEB DEST: a .deb's files under DEST (dpkg-deb, else ar + tar).
+unpack_deb() {
+  if command -v dpkg-deb >/dev/null; then dpkg-deb -x "$1" "$2"; return; fi
+  local tmp rc
+  tmp=$(mktemp -d)
+  (cd "$tmp" && ar x "$1") && tar -xf "$tmp"/data.tar.* -C "$2"
+  rc=$?
+  rm -rf "$tmp"
+  return $rc
+}
+
+declare -a cmake_extra=()
+bundle=(deps-bundle/*.deb)
+if [ -e "${bundle[0]}" ]; then
+  # Offline: unpack what the system lacks; never wait on apt.
+  if ! has_header oneapi/dnnl/dnnl.h || ! has_header dlpack/dlpack.h; then
+    deps="$PWD/$build/deps"
+    rm -rf "$deps" && mkdir -p "$deps"
+    for deb in "${bundle[@]}"; do
+      unpack_deb "$PWD/$deb" "$deps" || log "could not unpack $deb"
+    done
+    cmake_extra+=("-DCMAKE_PREFIX_PATH=$deps/usr")
+    libdir=$(dirname "$(find "$deps" -name 'libdnnl.so*' | head -1)")
+    export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export CPATH="$deps/usr/include${CPATH:+:$CPATH}"
+    log "dependencies from deps-bundle/ (${#bundle[@]} packages) unpacked into $deps"
+  fi
+elif [ "$(id -u)" -eq 0 ]; then
   # Bounded: a GPU machine may reach no package mirror, and apt would wait.
   timeout 90 bash tools/deps.sh >"$build/deps.log" 2>&1 ||
     log "tools/deps.sh failed or timed out (see $build/deps.log); going on"
@@ -60,8 +96,8 @@ export PATH="$cuda_home/bin:$PATH"
 card=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
 log "opreg gpu-check $(date -u +%Y-%m-%dT%H:%MZ) on ${card:-no nvidia-smi}, $(nvcc --version 2>/dev/null | tail -1)"
 
-step "configure" 120 cmake -S . -B "$build" -DOPREG_CUDA=ON -DOPREG_WERROR=ON \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_COMPILER="$cuda_home/bin/nvcc" &&
+step "configure" 120 cmake -S . -B "$build" -DOPREG_CUDA=ON -DOPREG_WERROR="${GPU_CHECK_WERROR:-OFF}" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_COMPILER="$cuda_home/bin/nvcc" "${cmake_extra[@]}" &&
 step "build" 300 cmake --build "$build" -j"$jobs" --target opreg_tool test_cuda_math \
   test_cuda_backend test_cuda_ops test_cuda_bad_inputs
 built=$?
