@@ -18,5 +18,5 @@ rm -f "$dir"/*.deb
 # the _apt user cannot write there, which is harmless.
 (cd "$dir" && apt-get download "${packages[@]}" 2>&1) |
   { grep -v '^W: Download is performed unsandboxed' || true; }
-echo "opreg: $(ls "$dir"/*.deb | wc -l) packages in $dir ($(du -sh "$dir" | cut -f1)):"
+echo "opreg: $(find "$dir" -name "*.deb" | wc -l) packages in $dir ($(du -sh "$dir" | cut -f1)):"
 ls -1 "$dir"

@@ -21,11 +21,11 @@
 # compiler may warn where ours does not; its warnings are in the build log).
 # Exit status: 0 when every step passed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 budget=${GPU_CHECK_BUDGET:-470}
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
-build=build-gpu
+build="build-gpu"
 jobs=$(nproc)
 start=$SECONDS
 mkdir -p "$build"
