@@ -116,11 +116,51 @@ TEST(activations_exact_points) {
     }
 }
 
+/* Infinities, NaN, values past exp's range, and the range's edges, on
+ * every path and dtype: the same NaN-or-not, the same infinities, and the
+ * finite results within tolerance of the double reference. */
+TEST(activations_special_values) {
+    static const double xs[] = { INFINITY, -INFINITY, NAN,   1e30,   -1e30, 104.5, -104.5,
+                                 100.0,    -100.0,    88.75, -88.75, 87.0,  -87.0, 0.0 };
+    enum { N = sizeof xs / sizeof xs[0] };
+    for (int kind = 0; kind < NACTS; kind++)
+        for (int d = 0; d < 3; d++) {
+            int dt = kt_float_dtypes[d], gated = kind <= GELU_TANH;
+            unsigned char in[2 * N * 4], out[N * 4];
+            double want[N];
+            for (int i = 0; i < N; i++) {
+                kt_st(dt, in, i, xs[i]);
+                kt_st(dt, in, N + i, 1.5); /* y of the gated ops */
+            }
+            for (int i = 0; i < N; i++) {
+                double x = kt_ld(dt, in, i);
+                want[i] = gated ? kt_round(dt, kt_round(dt, act(kind, x)) * 1.5)
+                                : kt_round(dt, act(kind, x));
+            }
+            KT_FOR_EACH_ISA(isa) {
+                run(kind, dt, out, in, 1, N);
+                for (int i = 0; i < N; i++) {
+                    double g = kt_ld(dt, out, i), w = want[i];
+                    bool ok = isnan(w)   ? isnan(g)
+                              : isinf(w) ? g == w
+                                         : fabs(g - w) <= kt_rtol(dt) * (fabs(w) + 0.01);
+                    if (!ok) {
+                        TEST_FAIL_AT("%s [%s, %s] x = %g: got %.9g want %.9g", act_names[kind],
+                                     opreg__cpu_isa_name(isa), kt_dt_name(dt), kt_ld(dt, in, i), g,
+                                     w);
+                        break;
+                    }
+                }
+            }
+        }
+}
+
 int main(void) {
     kt_report_isas("test_cpu_activations");
     RUN(activations_match_reference);
     RUN(activations_far_tails);
     RUN(activations_exact_points);
+    RUN(activations_special_values);
     opreg__cpu_set_isa_limit(OPREG__ISA_AVX512_BF16);
     return test_summary();
 }

@@ -82,11 +82,12 @@ VI vf vexp_s(vf x, float s, int precise) {
 }
 #else
 /* Cephes expf: e^x = 2^n * e^r, |r| <= ln2/2, degree-6 polynomial for e^r.
- * The clamp keeps 2^n a normal float (n in [-126, 127]); outside it the
- * result saturates near 0 or 3.4e38, which every caller tolerates. */
-VI vf vexp(vf x) {
-    vf n, r, p;
-    x = vmin(vmax(x, vset1(-87.0f)), vset1(88.0f));
+ * The clamp keeps 2^n a normal float (n in [-126, 127]); below it the
+ * result stays near 1e-38, which every caller tolerates, and above 88.72,
+ * where float overflows, it is inf, as libm's: x * sigmoid(x) of -inf is
+ * then NaN, as the reference's and the AVX-512 path's. */
+VI vf vexp(vf x0) {
+    vf n, r, p, x = vmin(vmax(x0, vset1(-87.0f)), vset1(88.0f));
     n = vrint(vmul(x, vset1(1.44269504088896341f)));
     r = vfma(n, vset1(-0.693359375f), x);
     r = vfma(n, vset1(2.12194440e-4f), r);
@@ -97,7 +98,7 @@ VI vf vexp(vf x) {
     p = vfma(p, r, vset1(1.6666665459e-1f));
     p = vfma(p, r, vset1(5.0000001201e-1f));
     p = vfma(p, vmul(r, r), vadd(r, vset1(1.0f)));
-    return vmul(p, vpow2i(n));
+    return vblend_neg(vsub(vset1(88.72283935546875f), x0), vset1(INFINITY), vmul(p, vpow2i(n)));
 }
 
 /* e^(s x), s = +1 or -1; one accuracy for every dtype on this path. */
