@@ -18,13 +18,15 @@ AI vf fp8_clamp(vf q) {
     return vmax(vmin(q, vset1(448.0f)), vset1(-448.0f));
 }
 
-/* int8 of x / div (div != 0) or x * mul over [i, end); when nt, groups of
- * 4 * VW outputs go out with streaming stores once out + i is aligned. */
+/* m <= VW elements at i as int8 values in float lanes: x / f when by_div
+ * (static: a true division, as CUDA), else x * f (dynamic). */
 AI vf int8_q(int dt, const void *in, int64_t i, int64_t m, int by_div, vf f) {
     vf x = m == VW ? vload(dt, opreg__cpu_at(dt, in, i)) : vload_n(dt, opreg__cpu_at(dt, in, i), m);
     return to_int8_range(by_div ? vdiv(x, f) : vmul(x, f));
 }
 
+/* int8 outputs [i, end); when nt, groups of 4 * VW go out with streaming
+ * stores once out + i is aligned for them. */
 AI void int8_span(int dt, int nt, int by_div, int8_t *out, const void *in, int64_t i, int64_t end,
                   float f) {
     vf vfac = vset1(f);
