@@ -83,52 +83,38 @@ AI void elementwise_chunks(int dt, int act, int nt, const struct opreg__act_args
     if (nt) vfence();
 }
 
-/* One instance per activation: the switch in vact() folds away. */
+/* One instance per activation, dtype and store kind: the switch in vact()
+ * folds away. CALL_OF(act, nt) is the body; the instance runs a->nt's. */
+#define ACT_CASE(act, CALL_OF)                                                                     \
+    case act:                                                                                      \
+        if (a->nt)                                                                                 \
+            PER_DTYPE(a->dt, CALL_OF(act, 1));                                                     \
+        else                                                                                       \
+            PER_DTYPE(a->dt, CALL_OF(act, 0));                                                     \
+        break;
+
 #define ACT_CASES(CALL_OF)                                                                         \
     switch (a->act) {                                                                              \
-    case OPREG__ACT_SILU:                                                                          \
-        PER_DTYPE(a->dt, CALL_OF(OPREG__ACT_SILU));                                                \
-        break;                                                                                     \
-    case OPREG__ACT_GELU:                                                                          \
-        PER_DTYPE(a->dt, CALL_OF(OPREG__ACT_GELU));                                                \
-        break;                                                                                     \
-    case OPREG__ACT_GELU_TANH:                                                                     \
-        PER_DTYPE(a->dt, CALL_OF(OPREG__ACT_GELU_TANH));                                           \
-        break;                                                                                     \
-    case OPREG__ACT_GELU_NEW:                                                                      \
-        PER_DTYPE(a->dt, CALL_OF(OPREG__ACT_GELU_NEW));                                            \
-        break;                                                                                     \
-    case OPREG__ACT_GELU_FAST:                                                                     \
-        PER_DTYPE(a->dt, CALL_OF(OPREG__ACT_GELU_FAST));                                           \
-        break;                                                                                     \
+        ACT_CASE(OPREG__ACT_SILU, CALL_OF)                                                         \
+        ACT_CASE(OPREG__ACT_GELU, CALL_OF)                                                         \
+        ACT_CASE(OPREG__ACT_GELU_TANH, CALL_OF)                                                    \
+        ACT_CASE(OPREG__ACT_GELU_NEW, CALL_OF)                                                     \
+        ACT_CASE(OPREG__ACT_GELU_FAST, CALL_OF)                                                    \
     default:                                                                                       \
-        PER_DTYPE(a->dt, CALL_OF(OPREG__ACT_GELU_QUICK));                                          \
-        break;                                                                                     \
+        ACT_CASE(OPREG__ACT_GELU_QUICK, CALL_OF)                                                   \
     }
 
 static void gated_range(const void *args, int64_t r0, int64_t r1) {
     const struct opreg__act_args *a = args;
-#define GATED(act)    gated_rows(dt_, act, 0, a, r0, r1)
-#define GATED_NT(act) gated_rows(dt_, act, 1, a, r0, r1)
-    if (a->nt) {
-        ACT_CASES(GATED_NT)
-    } else {
-        ACT_CASES(GATED)
-    }
-#undef GATED_NT
+#define GATED(act, nt) gated_rows(dt_, act, nt, a, r0, r1)
+    ACT_CASES(GATED)
 #undef GATED
 }
 
 static void elementwise_range(const void *args, int64_t c0, int64_t c1) {
     const struct opreg__act_args *a = args;
-#define ELEM(act)    elementwise_chunks(dt_, act, 0, a, c0, c1)
-#define ELEM_NT(act) elementwise_chunks(dt_, act, 1, a, c0, c1)
-    if (a->nt) {
-        ACT_CASES(ELEM_NT)
-    } else {
-        ACT_CASES(ELEM)
-    }
-#undef ELEM_NT
+#define ELEM(act, nt) elementwise_chunks(dt_, act, nt, a, c0, c1)
+    ACT_CASES(ELEM)
 #undef ELEM
 }
 
