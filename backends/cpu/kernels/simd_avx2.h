@@ -57,6 +57,9 @@ VI vf vnan_to_zero(vf a) {
 VI vf vrint(vf a) {
     return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
+VI vf vfloor(vf a) {
+    return _mm256_floor_ps(a);
+}
 /* Lanes of a where x < 0, else of b. */
 VI vf vblend_neg(vf x, vf a, vf b) {
     return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));

@@ -38,7 +38,6 @@ VI int64_t stream_head(const void *p, size_t es, size_t align, int64_t n) {
     return h < n ? h : n;
 }
 
-#ifdef OPREG__SIMD_SCALEF
 /* 2^f for f in [0, 1] (and a hair beyond), fits evaluated in f32: degree 6
  * with relative error below 1e-7 when precise, else degree 5, below 2e-7. */
 VI vf vpow2_unit(vf f, int precise) {
@@ -60,6 +59,7 @@ VI vf vpow2_unit(vf f, int precise) {
     return vfma(p, f, vset1(9.999998807907104e-1f));
 }
 
+#ifdef OPREG__SIMD_SCALEF
 /* e^(s x), s = +1 or -1, as 2^t with t = s x log2(e): 2^(t - floor t) by
  * the polynomial, scaled by 2^floor(t), which also gives 0 and inf (and NaN
  * stays NaN) outside the float range. When precise (f32 results), t's
@@ -101,10 +101,15 @@ VI vf vexp(vf x0) {
     return vblend_neg(vsub(vset1(88.72283935546875f), x0), vset1(INFINITY), vmul(p, vpow2i(n)));
 }
 
-/* e^(s x), s = +1 or -1; one accuracy for every dtype on this path. */
+/* e^(s x), s = +1 or -1. f32 results take vexp; narrow ones 2^t, t = s x
+ * log2(e) clamped to [-126, 128]: 2^floor(t) built in the exponent field
+ * (128 gives inf), 2^(t - floor t) by the shorter fit. */
 VI vf vexp_s(vf x, float s, int precise) {
-    (void)precise;
-    return vexp(s < 0 ? vsub(vzero(), x) : x);
+    if (precise) return vexp(s < 0 ? vsub(vzero(), x) : x);
+    vf t =
+        vmin(vmax(vmul(x, vset1(s * 1.44269502162933349609375f)), vset1(-126.0f)), vset1(128.0f));
+    vf n = vfloor(t);
+    return vmul(vpow2_unit(vsub(t, n), 0), vpow2i(n));
 }
 #endif
 
