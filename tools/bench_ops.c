@@ -244,7 +244,8 @@ static void gemm_cases(const struct bench_ctx *ctx) {
         /* round 0 warms both: caches, page faults, primitive creation */
         for (int r = 0; r <= ROUNDS && (op_ok || raw_ok); r++) {
             bench_progress(ctx, "ops %s: round %d of %d", cases[c].name, r, ROUNDS);
-            double tr = raw_ok ? raw_run(&raw) : -1, to = op_ok ? op_case_call(&oc, "linear") : -1;
+            double tr = raw_ok ? raw_run(&raw) : -1,
+                   to = op_ok ? op_case_call(&oc, cases[c].name) : -1;
             if (raw_ok && tr < 0) raw_ok = false;
             if (op_ok && to < 0) op_ok = false;
             if (r > 0) best_raw = min_pos(best_raw, tr), best_op = min_pos(best_op, to);
@@ -285,7 +286,8 @@ int bench_ops(const struct bench_ctx *ctx) {
         fprintf(stderr, "opreg bench ops: out of memory for the triad's 192 MiB\n");
         return 1;
     }
-    /* The run's triad: the best of its own rounds and of every case's. */
+    /* The run's triad, printed first: the best of its own rounds. Each case
+     * reports the triad measured beside it too. */
     double triad = 0;
     triad_run(&tr); /* warm */
     for (int r = 0; r < ROUNDS; r++) {

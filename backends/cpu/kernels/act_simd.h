@@ -18,21 +18,12 @@ AI void gated_span(int dt, int act, int nt, void *out, const void *in, int64_t d
         vf y1 = vload(dt, opreg__cpu_at(dt, in, d + i + VW));
         vf o0 = vmul(vround_dt(dt, vact(act, precise, x0)), y0);
         vf o1 = vmul(vround_dt(dt, vact(act, precise, x1)), y1);
-        if (nt) {
-            vstream(dt, opreg__cpu_at_mut(dt, out, i), o0);
-            vstream(dt, opreg__cpu_at_mut(dt, out, i + VW), o1);
-        } else {
-            vstore(dt, opreg__cpu_at_mut(dt, out, i), o0);
-            vstore(dt, opreg__cpu_at_mut(dt, out, i + VW), o1);
-        }
+        vput(dt, nt, opreg__cpu_at_mut(dt, out, i), o0);
+        vput(dt, nt, opreg__cpu_at_mut(dt, out, i + VW), o1);
     }
     for (; i + VW <= end; i += VW) {
         vf x = vload(dt, opreg__cpu_at(dt, in, i)), y = vload(dt, opreg__cpu_at(dt, in, d + i));
-        vf o = vmul(vround_dt(dt, vact(act, precise, x)), y);
-        if (nt)
-            vstream(dt, opreg__cpu_at_mut(dt, out, i), o);
-        else
-            vstore(dt, opreg__cpu_at_mut(dt, out, i), o);
+        vput(dt, nt, opreg__cpu_at_mut(dt, out, i), vmul(vround_dt(dt, vact(act, precise, x)), y));
     }
     if (i < end) {
         vf x = vload_n(dt, opreg__cpu_at(dt, in, i), end - i);
@@ -58,17 +49,13 @@ AI void gated_rows(int dt, int act, int nt, const struct opreg__act_args *a, int
 /* Elements [i, end) of an elementwise op, as gated_span. */
 AI void elementwise_span(int dt, int act, int nt, void *out, const void *in, int64_t i,
                          int64_t end) {
-    for (; i + VW <= end; i += VW) {
-        vf o = vact(act, dt == OPREG_DTYPE_F32, vload(dt, opreg__cpu_at(dt, in, i)));
-        if (nt)
-            vstream(dt, opreg__cpu_at_mut(dt, out, i), o);
-        else
-            vstore(dt, opreg__cpu_at_mut(dt, out, i), o);
-    }
+    const int precise = dt == OPREG_DTYPE_F32;
+    for (; i + VW <= end; i += VW)
+        vput(dt, nt, opreg__cpu_at_mut(dt, out, i),
+             vact(act, precise, vload(dt, opreg__cpu_at(dt, in, i))));
     if (i < end)
         vstore_n(dt, opreg__cpu_at_mut(dt, out, i),
-                 vact(act, dt == OPREG_DTYPE_F32, vload_n(dt, opreg__cpu_at(dt, in, i), end - i)),
-                 end - i);
+                 vact(act, precise, vload_n(dt, opreg__cpu_at(dt, in, i), end - i)), end - i);
 }
 
 AI void elementwise_chunks(int dt, int act, int nt, const struct opreg__act_args *a, int64_t c0,

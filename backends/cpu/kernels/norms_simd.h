@@ -38,11 +38,7 @@ AI void scale_span(int dt, int nt, void *out, const void *x, const void *w, vf v
                    int64_t end) {
     for (; i + VW <= end; i += VW) {
         vf t = vround_dt(dt, vmul(vload(dt, opreg__cpu_at(dt, x, i)), vr));
-        vf o = vmul(t, vload(dt, opreg__cpu_at(dt, w, i)));
-        if (nt)
-            vstream(dt, opreg__cpu_at_mut(dt, out, i), o);
-        else
-            vstore(dt, opreg__cpu_at_mut(dt, out, i), o);
+        vput(dt, nt, opreg__cpu_at_mut(dt, out, i), vmul(t, vload(dt, opreg__cpu_at(dt, w, i))));
     }
     if (i < end) {
         vf t = vround_dt(dt, vmul(vload_n(dt, opreg__cpu_at(dt, x, i), end - i), vr));

@@ -104,14 +104,17 @@ VI vf vload(int dt, const void *p) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
+/* v as VW bf16 or f16 values. */
+VI __m128i narrow(int dt, vf v) {
+    if (dt == OPREG_DTYPE_BF16) return bf16_pack(v);
+    return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
 VI void vstore(int dt, void *p, vf v) {
     if (dt == OPREG_DTYPE_F32)
         _mm256_storeu_ps((float *)p, v);
-    else if (dt == OPREG_DTYPE_BF16)
-        _mm_storeu_si128((__m128i *)p, bf16_pack(v));
     else
-        _mm_storeu_si128((__m128i *)p,
-                         _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        _mm_storeu_si128((__m128i *)p, narrow(dt, v));
 }
 
 /* Streaming (non-temporal) stores: a full vector to p aligned to VW
@@ -121,11 +124,8 @@ VI void vstore(int dt, void *p, vf v) {
 VI void vstream(int dt, void *p, vf v) {
     if (dt == OPREG_DTYPE_F32)
         _mm256_stream_ps((float *)p, v);
-    else if (dt == OPREG_DTYPE_BF16)
-        _mm_stream_si128((__m128i *)p, bf16_pack(v));
     else
-        _mm_stream_si128((__m128i *)p,
-                         _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        _mm_stream_si128((__m128i *)p, narrow(dt, v));
 }
 
 VI void vstream_i8x4(int8_t *p, vf a, vf b, vf c, vf d) {

@@ -38,6 +38,19 @@ VI int64_t stream_head(const void *p, size_t es, size_t align, int64_t n) {
     return h < n ? h : n;
 }
 
+/* A full vector to p: a streaming store when nt (p aligned for it), else a
+ * plain one. */
+VI void vput(int dt, int nt, void *p, vf v) {
+    if (nt)
+        vstream(dt, p, v);
+    else
+        vstore(dt, p, v);
+}
+
+/* log2(e) as the float nearest it and the rest. */
+#define OPREG__LOG2E_HI 1.44269502162933349609375f
+#define OPREG__LOG2E_LO 1.925963033500011e-8f
+
 /* 2^f for f in [0, 1] (and a hair beyond), fits evaluated in f32: degree 6
  * with relative error below 1e-7 when precise, else degree 5, below 2e-7. */
 VI vf vpow2_unit(vf f, int precise) {
@@ -67,17 +80,16 @@ VI vf vpow2_unit(vf f, int precise) {
  * second float; narrow dtypes, which keep 8 or 11 bits, skip that and take
  * the shorter polynomial. */
 VI vf vexp_s(vf x, float s, int precise) {
-    const float l2e_hi = 1.44269502162933349609375f, l2e_lo = 1.925963033500011e-8f;
     if (!precise) {
-        vf t = vmul(x, vset1(s * l2e_hi));
+        vf t = vmul(x, vset1(s * OPREG__LOG2E_HI));
         return vscale2(vpow2_unit(vfrac_floor(t), 0), t);
     }
     /* e^104 and e^-104 are already inf and 0 in float; the clamp keeps the
      * error term finite. */
     x = vmin(vmax(x, vset1(-104.0f)), vset1(104.0f));
-    vf t = vmul(x, vset1(s * l2e_hi));
-    vf lo = vfma(x, vset1(s * l2e_hi), vsub(vzero(), t)); /* exact: x * hi - t */
-    lo = vfma(x, vset1(s * l2e_lo), lo);
+    vf t = vmul(x, vset1(s * OPREG__LOG2E_HI));
+    vf lo = vfma(x, vset1(s * OPREG__LOG2E_HI), vsub(vzero(), t)); /* exact: x * hi - t */
+    lo = vfma(x, vset1(s * OPREG__LOG2E_LO), lo);
     return vscale2(vpow2_unit(vadd(vfrac_floor(t), lo), 1), t);
 }
 #else
@@ -88,7 +100,7 @@ VI vf vexp_s(vf x, float s, int precise) {
  * then NaN, as the reference's and the AVX-512 path's. */
 VI vf vexp(vf x0) {
     vf n, r, p, x = vmin(vmax(x0, vset1(-87.0f)), vset1(88.0f));
-    n = vrint(vmul(x, vset1(1.44269504088896341f)));
+    n = vrint(vmul(x, vset1(OPREG__LOG2E_HI)));
     r = vfma(n, vset1(-0.693359375f), x);
     r = vfma(n, vset1(2.12194440e-4f), r);
     p = vset1(1.9875691500e-4f);
@@ -106,8 +118,7 @@ VI vf vexp(vf x0) {
  * (128 gives inf), 2^(t - floor t) by the shorter fit. */
 VI vf vexp_s(vf x, float s, int precise) {
     if (precise) return vexp(s < 0 ? vsub(vzero(), x) : x);
-    vf t =
-        vmin(vmax(vmul(x, vset1(s * 1.44269502162933349609375f)), vset1(-126.0f)), vset1(128.0f));
+    vf t = vmin(vmax(vmul(x, vset1(s * OPREG__LOG2E_HI)), vset1(-126.0f)), vset1(128.0f));
     vf n = vfloor(t);
     return vmul(vpow2_unit(vsub(t, n), 0), vpow2i(n));
 }
