@@ -230,16 +230,22 @@ oom:
     return NULL;
 }
 
-static void set_str(char **dst, const char *s) {
+/* Replace *dst by a copy of @p s; false, keeping the old text, when memory
+ * runs out. */
+static bool set_str(char **dst, const char *s) {
     char *d = dup_str(s ? s : "");
-    if (!d) return; /* out of memory: keep the old text */
+    if (!d) return false;
     free(*dst);
     *dst = d;
+    return true;
 }
 
 /* Record why the load failed; the last error says the same. */
 static opreg_status refuse(struct opreg_plugin *p, opreg_status st) {
     p->state = OPREG_PLUGIN_REFUSED;
+    /* Code that was unloaded must leave no pointer into it behind; code
+     * whose init ran stays mapped until reclaim, for its fini. */
+    if (!p->pending) memset(&p->desc, 0, sizeof p->desc);
     set_str(&p->reason, opreg_last_error());
     return st;
 }
@@ -304,6 +310,20 @@ static opreg_status load_locked(struct opreg_plugin *p, size_t host_size, uint32
         return refuse(p, opreg__fail(OPREG_ERR_IO, "plugin %s: cannot be loaded: %s", p->path,
                                      e ? e : "unknown error"));
     }
+    /* The same file under another path (a link, a copy's hard link): the
+     * loader gave back the loaded plugin's own handle; its entry point must
+     * not run again over the state of the plugin in use. */
+    struct opreg__plugin_list *l = p->reg->plugins;
+    for (size_t i = 0; i < l->count; i++) {
+        const struct opreg_plugin *o = l->items[i];
+        if (o != p && o->state == OPREG_PLUGIN_LOADED && o->handle == h) {
+            dlclose(h);
+            return refuse(p, opreg__fail(OPREG_ERR_ALREADY_DEFINED,
+                                         "plugin %s: the same file is already loaded as plugin "
+                                         "'%s' from %s",
+                                         p->path, o->name, o->path));
+        }
+    }
     opreg_plugin_entry_fn entry = NULL;
     void *sym = dlsym(h, OPREG_PLUGIN_ENTRY_SYMBOL);
     memcpy(&entry, &sym, sizeof entry); /* object to function pointer, as POSIX allows */
@@ -327,6 +347,8 @@ static opreg_status load_locked(struct opreg_plugin *p, size_t host_size, uint32
         return refuse(p, opreg__fail(OPREG_ERR_PLUGIN, "plugin %s refused to load: %s", p->path,
                                      msg[0] ? msg : "(no reason given)"));
     }
+    /* From here on nothing reads the plugin's memory after dlclose(h):
+     * what the messages need is copied into the record first. */
     opreg_status st = check_desc(p, d);
     if (st != OPREG_OK) {
         if (d->struct_size >= offsetof(opreg_plugin_desc, name) + sizeof d->name && d->name)
@@ -336,28 +358,32 @@ static opreg_status load_locked(struct opreg_plugin *p, size_t host_size, uint32
     }
     memset(&p->desc, 0, sizeof p->desc);
     memcpy(&p->desc, d, d->struct_size < sizeof p->desc ? d->struct_size : sizeof p->desc);
-    set_str(&p->name, d->name);
-    set_str(&p->version, d->version);
-    char where[1024];
-    snprintf(where, sizeof where, "plugin '%s' (%s)", d->name, p->path);
-    set_str(&p->where, where);
-    struct opreg__plugin_list *l = p->reg->plugins;
+    if (!set_str(&p->name, d->name) || !set_str(&p->version, d->version)) {
+        dlclose(h);
+        return refuse(p, opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "plugin %s: out of memory", p->path));
+    }
     for (size_t i = 0; i < l->count; i++) {
         const struct opreg_plugin *o = l->items[i];
-        if (o != p && o->state == OPREG_PLUGIN_LOADED && strcmp(o->name, d->name) == 0) {
+        if (o != p && o->state == OPREG_PLUGIN_LOADED && strcmp(o->name, p->name) == 0) {
             dlclose(h);
             return refuse(p, opreg__fail(OPREG_ERR_ALREADY_DEFINED,
                                          "plugin '%s' (%s): a plugin of that name is already "
                                          "loaded from %s",
-                                         d->name, p->path, o->path));
+                                         p->name, p->path, o->path));
         }
+    }
+    char where[1024];
+    snprintf(where, sizeof where, "plugin '%s' (%s)", p->name, p->path);
+    if (!set_str(&p->where, where)) {
+        dlclose(h);
+        return refuse(p, opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "plugin %s: out of memory", p->path));
     }
     opreg_dispatch_key key = OPREG_KEY_NONE;
     if (p->desc.backend && (st = opreg__key_claim(&key, p->desc.backend)) != OPREG_OK) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", opreg_last_error());
         dlclose(h);
-        return refuse(p, opreg__fail(st, "plugin '%s' (%s): %s", d->name, p->path, msg));
+        return refuse(p, opreg__fail(st, "plugin '%s' (%s): %s", p->name, p->path, msg));
     }
     p->key = key;
     p->handle = h;
@@ -367,11 +393,11 @@ static opreg_status load_locked(struct opreg_plugin *p, size_t host_size, uint32
         char msg[2048];
         snprintf(msg, sizeof msg, "%s", opreg_last_error());
         close_libs(p);
-        opreg__fail(st, "plugin '%s' (%s): init failed: %s", d->name, p->path,
+        opreg__fail(st, "plugin '%s' (%s): init failed: %s", p->name, p->path,
                     msg[0] ? msg : opreg_status_str(st));
         if (key != OPREG_KEY_NONE) {
             char why[160];
-            snprintf(why, sizeof why, "plugin '%s' failed to initialise", d->name);
+            snprintf(why, sizeof why, "plugin '%s' failed to initialise", p->name);
             opreg__key_release(key, why);
         }
         p->pending = true; /* a call may have reached a kernel meanwhile */

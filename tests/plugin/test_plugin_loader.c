@@ -9,6 +9,8 @@
 #include "plugin_test.h"
 #include "registry/internal.h"
 
+#include <unistd.h>
+
 static opreg_status base_twice(void *ctx, const opreg_op *op, const opreg_value *args,
                                opreg_value *rets) {
     (void)ctx, (void)op, (void)rets;
@@ -190,6 +192,60 @@ TEST(v1_plugin_loads_and_works) {
     opreg_registry_destroy(reg); /* unloads it, then fini */
 }
 
+/* Copy @p src to @p dst (a second file with the same plugin inside). */
+static int copy_file(const char *src, const char *dst) {
+    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+    char buf[1 << 14];
+    size_t n;
+    int ok = in && out;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        ok = fwrite(buf, 1, n, out) == n;
+    if (in) fclose(in);
+    if (out && fclose(out) != 0) ok = 0;
+    return ok;
+}
+
+/* A second file carrying the name of a loaded plugin is refused: its code
+ * is unloaded at once, so nothing may read its description afterwards (this
+ * read freed memory and crashed), and it leaves no key, library or kernel.
+ * The same file under another name (a link) is refused before its entry
+ * point runs again over the loaded plugin's state. */
+TEST(same_name_other_file) {
+    opreg_library *lib;
+    opreg_registry *reg = new_registry(&lib);
+    opreg_plugin *p = NULL;
+    CHECK_EQ_INT(opreg_plugin_load(&p, reg, PLUGIN_V1), OPREG_OK);
+    char copy[] = "/tmp/opreg_plugin_copy_XXXXXX";
+    int fd = mkstemp(copy);
+    CHECK(fd >= 0);
+    close(fd);
+    CHECK(copy_file(PLUGIN_V1, copy));
+    int keys = opreg_key_count();
+    char msg[2048];
+    CHECK(refused_unchanged(reg, copy, OPREG_ERR_ALREADY_DEFINED, msg, sizeof msg));
+    CHECK_CONTAINS(msg, "plugin 'v1test' (");
+    CHECK_CONTAINS(msg, "a plugin of that name is already loaded from " PLUGIN_V1);
+    CHECK_EQ_INT(opreg_key_count(), keys);
+    const opreg_plugin_info *info = info_of(reg, 1);
+    CHECK_EQ_INT(info->state, OPREG_PLUGIN_REFUSED);
+    CHECK_EQ_INT(info->key, OPREG_KEY_NONE);
+    CHECK_EQ_STR(info->name, "v1test");
+    char link[sizeof copy + 8];
+    snprintf(link, sizeof link, "%s.so", copy);
+    CHECK(symlink(PLUGIN_V1, link) == 0);
+    CHECK(refused_unchanged(reg, link, OPREG_ERR_ALREADY_DEFINED, msg, sizeof msg));
+    CHECK_CONTAINS(msg, "the same file is already loaded as plugin 'v1test' from " PLUGIN_V1);
+    /* The loaded plugin still works, and reclaim and destroy touch nothing
+     * of the refused copies. */
+    float out[3] = { 0 };
+    CHECK_EQ_INT(call_scale(reg, 2.0f, out), OPREG_OK);
+    CHECK(out[2] == 6.0f);
+    opreg_registry_reclaim(reg);
+    opreg_registry_destroy(reg);
+    unlink(link);
+    unlink(copy);
+}
+
 /* Run minor::uses_host_checks and minor::twice on a bad input. */
 static void run_minor(opreg_registry *reg, bool *host_checks, opreg_status *bad, char *msg,
                       size_t cap) {
@@ -290,6 +346,7 @@ int main(void) {
     RUN(future_major_refused);
     RUN(init_fails_halfway);
     RUN(v1_plugin_loads_and_works);
+    RUN(same_name_other_file);
     RUN(minor_member_current_host);
     RUN(minor_member_older_host);
     RUN(v1_plugin_on_v1_host);
