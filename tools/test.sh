@@ -5,7 +5,11 @@
 #      built when nvcc is found; its tests skip without a GPU);
 #   2. build with ASan+UBSan and run the suite again;
 #   3. build with TSan and run the tests labelled 'threads';
-#   4. when clang is present, run the parser's libFuzzer target for 60 s.
+#      (steps 1 and 2 run the suite twice: as it is, and with the build's
+#      plugins on OPREG_PLUGIN_PATH; the ASan build also runs the
+#      fault-injection test);
+#   4. when clang is present, run the libFuzzer targets (schema parser,
+#      call path, plugin descriptor) for a bounded time each.
 # Build folders: build-ci/, build-asan/, build-tsan/, build-fuzz/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -69,12 +73,20 @@ fi
 
 step "build with -Werror, run every test"
 mkdir -p build-ci
-configure_build build-ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPREG_WERROR=ON && run_ctest build-ci
+if configure_build build-ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPREG_WERROR=ON; then
+  run_ctest build-ci
+  # The same suite with the build's plugins on the search path: every
+  # default registry then loads the OpenCL plugin too, as a user's would.
+  step "every test again, with OPREG_PLUGIN_PATH=build-ci/plugins"
+  OPREG_PLUGIN_PATH="$PWD/build-ci/plugins" run_ctest build-ci
+fi
 
 step "build with ASan+UBSan, run every test"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# This build also has the allocation-failure hook of the fault-injection test.
 configure_build build-asan -DCMAKE_BUILD_TYPE=Debug -DOPREG_WERROR=ON \
-  "-DOPREG_SANITIZE=address;undefined" -DOPREG_CUDA=OFF && run_ctest build-asan
+  "-DOPREG_SANITIZE=address;undefined" -DOPREG_CUDA=OFF -DOPREG_FAULT_INJECTION=ON &&
+  run_ctest build-asan
 
 step "build with TSan, run the threading tests"
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
