@@ -69,7 +69,7 @@ static void distinct(op_builder *b, DLTensor *t, int64_t stride, int64_t k, int6
 }
 
 static void build_rms_norm(op_builder *b) {
-    int64_t t = opb_dim(b, "tokens", 64), h = opb_dim(b, "hidden", 1024);
+    int64_t t = opb_count(b, "tokens", 64), h = opb_dim(b, "hidden", 1024);
     int64_t pad = opb_count(b, "row_pad", 0);
     opreg_dtype dt = opb_dtype(b);
     opb_arg_tensor(b, zeros(b, dt, DIMS(t, h)));
@@ -79,7 +79,7 @@ static void build_rms_norm(op_builder *b) {
 }
 
 static void build_fused_add_rms_norm(op_builder *b) {
-    int64_t t = opb_dim(b, "tokens", 64), h = opb_dim(b, "hidden", 1024);
+    int64_t t = opb_count(b, "tokens", 64), h = opb_dim(b, "hidden", 1024);
     opreg_dtype dt = opb_dtype(b);
     opb_arg_tensor(b, rnd(b, dt, -1, 1, DIMS(t, h)));
     opb_arg_tensor(b, rnd(b, dt, -1, 1, DIMS(t, h)));
@@ -89,19 +89,19 @@ static void build_fused_add_rms_norm(op_builder *b) {
 
 /* silu_and_mul and the gated gelus: input [T, 2H] -> out [T, H]. */
 static void build_gated(op_builder *b) {
-    int64_t t = opb_dim(b, "tokens", 64), h = opb_dim(b, "hidden", 1024);
+    int64_t t = opb_count(b, "tokens", 64), h = opb_dim(b, "hidden", 1024);
     opb_arg_tensor(b, zeros(b, opb_dtype(b), DIMS(t, h)));
     opb_arg_tensor(b, rnd(b, opb_dtype(b), -3, 3, DIMS(t, 2 * h)));
 }
 
 static void build_elementwise(op_builder *b) {
-    int64_t t = opb_dim(b, "tokens", 64), h = opb_dim(b, "hidden", 1024);
+    int64_t t = opb_count(b, "tokens", 64), h = opb_dim(b, "hidden", 1024);
     opb_arg_tensor(b, zeros(b, opb_dtype(b), DIMS(t, h)));
     opb_arg_tensor(b, rnd(b, opb_dtype(b), -3, 3, DIMS(t, h)));
 }
 
 static void build_rotary_common(op_builder *b, bool batched) {
-    int64_t t = opb_dim(b, "tokens", 64), nh = opb_dim(b, "heads", 8);
+    int64_t t = opb_count(b, "tokens", 64), nh = opb_dim(b, "heads", 8);
     int64_t nkv = opb_dim(b, "kv_heads", 4), hs = opb_dim(b, "head_size", 128);
     int64_t rot = opb_dim(b, "rot_dim", hs), maxp = opb_dim(b, "max_pos", 2048);
     bool neox = !opb_flag(b, "gptj", false);
@@ -150,7 +150,7 @@ typedef struct kv_sizes {
 
 static kv_sizes kv_dims(op_builder *b, bool tokens, bool fp8_ok) {
     kv_sizes k;
-    k.t = tokens ? opb_dim(b, "tokens", 64) : 0;
+    k.t = tokens ? opb_count(b, "tokens", 64) : 0;
     k.h = opb_dim(b, "kv_heads", 8);
     k.d = opb_dim(b, "head_size", 128);
     k.nb = opb_dim(b, "blocks", 64);
@@ -216,7 +216,7 @@ static DLTensor *block_pairs(op_builder *b, int64_t pairs, int64_t src_blocks, i
 
 static void build_copy_blocks(op_builder *b) {
     kv_sizes k = kv_dims(b, false, false);
-    int64_t layers = opb_dim(b, "layers", 2), pairs = opb_dim(b, "pairs", 8);
+    int64_t layers = opb_count(b, "layers", 2), pairs = opb_count(b, "pairs", 8);
     DLTensor *kc[8], *vc[8];
     if (layers > 8) opb_fail(b, "layers must be <= 8");
     for (int64_t l = 0; l < layers && !opb_failed(b); l++) {
@@ -231,7 +231,7 @@ static void build_copy_blocks(op_builder *b) {
 
 static void build_swap_blocks(op_builder *b) {
     kv_sizes k = kv_dims(b, false, false);
-    int64_t pairs = opb_dim(b, "pairs", 8);
+    int64_t pairs = opb_count(b, "pairs", 8);
     opb_arg_tensor(b, rnd(b, k.cache_dt, -1, 1, DIMS(k.nb, k.bs, k.h, k.d)));
     opb_arg_tensor(b, zeros(b, k.cache_dt, DIMS(k.nb, k.bs, k.h, k.d)));
     opb_arg_tensor(b, block_pairs(b, pairs, k.nb, k.nb, false));
@@ -239,7 +239,7 @@ static void build_swap_blocks(op_builder *b) {
 
 /* The quantisers: a static scale small enough that some values saturate. */
 static void build_quant(op_builder *b, opreg_dtype out_dt, double static_scale) {
-    int64_t t = opb_dim(b, "tokens", 64), h = opb_dim(b, "hidden", 1024);
+    int64_t t = opb_count(b, "tokens", 64), h = opb_dim(b, "hidden", 1024);
     DLTensor *scale = static_scale > 0           ? zeros(b, F, DIMS(1))
                       : out_dt == OPREG_DTYPE_I8 ? zeros(b, F, DIMS(t, 1))
                                                  : zeros(b, F, DIMS(1));
@@ -263,7 +263,7 @@ static void build_dynamic_scaled_int8_quant(op_builder *b) {
 }
 
 static void build_moe_align_block_size(op_builder *b) {
-    int64_t t = opb_dim(b, "tokens", 64), k = opb_dim(b, "topk", 2);
+    int64_t t = opb_count(b, "tokens", 64), k = opb_dim(b, "topk", 2);
     int64_t e = opb_dim(b, "experts", 8), bs = opb_dim(b, "block_size", 16);
     int64_t cap = t * k + e * (bs - 1);
     DLTensor *ids = zeros(b, opb_dtype(b), DIMS(t, k));
@@ -286,7 +286,7 @@ static void build_moe_align_block_size(op_builder *b) {
 }
 
 static void build_topk_softmax(op_builder *b) {
-    int64_t t = opb_dim(b, "tokens", 64), e = opb_dim(b, "experts", 8), k = opb_dim(b, "topk", 2);
+    int64_t t = opb_count(b, "tokens", 64), e = opb_dim(b, "experts", 8), k = opb_dim(b, "topk", 2);
     if (k > e) opb_fail(b, "topk must be <= experts");
     opb_arg_tensor(b, zeros(b, F, DIMS(t, k)));
     opb_arg_tensor(b, zeros(b, OPREG_DTYPE_I32, DIMS(t, k)));
@@ -295,7 +295,7 @@ static void build_topk_softmax(op_builder *b) {
 }
 
 static void build_paged_attention_v1(op_builder *b) {
-    int64_t s = opb_dim(b, "seqs", 8), hq = opb_dim(b, "heads", 8);
+    int64_t s = opb_count(b, "seqs", 8), hq = opb_dim(b, "heads", 8);
     int64_t maxlen = opb_dim(b, "max_seq_len", 256), bs_ = opb_dim(b, "block_size", 16);
     int64_t maxb = (maxlen + bs_ - 1) / bs_;
     opb_dim(b, "blocks", s * maxb); /* read by kv_dims, defaulted here */
@@ -334,7 +334,7 @@ static void build_paged_attention_v1(op_builder *b) {
 /* int8 (or, with fp8=1, e4m3fn) a [M,K] row-major, b [K,N] column-major;
  * --dtype is out's. */
 static void build_cutlass_scaled_mm(op_builder *b) {
-    int64_t m = opb_dim(b, "tokens", 64), kk = opb_dim(b, "hidden", 1024);
+    int64_t m = opb_count(b, "tokens", 64), kk = opb_dim(b, "hidden", 1024);
     int64_t n = opb_dim(b, "out_features", 1024), pad = opb_count(b, "row_pad", 0);
     bool per_token = opb_flag(b, "per_token", false),
          per_channel = opb_flag(b, "per_channel", false);
@@ -352,7 +352,7 @@ static void build_cutlass_scaled_mm(op_builder *b) {
 }
 
 static void build_linear(op_builder *b) {
-    int64_t t = opb_dim(b, "tokens", 64), kk = opb_dim(b, "hidden", 1024);
+    int64_t t = opb_count(b, "tokens", 64), kk = opb_dim(b, "hidden", 1024);
     int64_t n = opb_dim(b, "out_features", 1024);
     bool bias = opb_flag(b, "bias", true);
     opreg_dtype dt = opb_dtype(b);

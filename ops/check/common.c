@@ -89,9 +89,12 @@ opreg_status opreg__chk_size(const char *op, const char *arg, const opreg_tensor
     return OPREG_OK;
 }
 
+/* Strides are irrelevant where a tensor has no element (as in PyTorch, a
+ * size-0 tensor is contiguous whatever its strides), and along a dimension
+ * of size 1: the stride checks below skip both. */
 opreg_status opreg__chk_contig(const char *op, const char *arg, const opreg_tensor *t) {
     int64_t expect = 1;
-    if (!t->strides) return OPREG_OK;
+    if (!t->strides || opreg__numel(t) == 0) return OPREG_OK;
     for (int d = t->ndim - 1; d >= 0; d--) {
         if (t->shape[d] != 1 && t->strides[d] != expect)
             return opreg__fail(OPREG_ERR_SHAPE,
@@ -105,7 +108,7 @@ opreg_status opreg__chk_contig(const char *op, const char *arg, const opreg_tens
 
 opreg_status opreg__chk_rows(const char *op, const char *arg, const opreg_tensor *t) {
     int n = t->ndim;
-    if (!t->strides || n == 0) return OPREG_OK;
+    if (!t->strides || n == 0 || opreg__numel(t) == 0) return OPREG_OK;
     if (t->shape[n - 1] > 1 && t->strides[n - 1] != 1)
         return opreg__fail(OPREG_ERR_SHAPE,
                            "%s: argument '%s': last dim must have stride 1, got %" PRId64, op, arg,
