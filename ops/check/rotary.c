@@ -102,11 +102,18 @@ static opreg_status check_rows(const char *op, const opreg_tensor *positions,
     const int64_t *off = offsets ? opreg__ptr(offsets) : NULL;
     for (int64_t t = 0; t < n; t++) {
         int64_t row = pos[t], o = off ? off[t] : 0;
-        if (row < 0 || o < 0 || row >= max_pos || o >= max_pos - row)
+        if (row < 0 || o < 0 || row >= max_pos || o >= max_pos - row) {
+            if (!off)
+                return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                                   "%s: argument 'positions': token %" PRId64
+                                   " uses cache row %" PRId64 ", outside cos_sin_cache's %" PRId64
+                                   " rows",
+                                   op, t, row, max_pos);
             return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
                                "%s: argument 'positions': token %" PRId64 " uses cache row %" PRId64
-                               "%s%" PRId64 ", outside cos_sin_cache's %" PRId64 " rows",
-                               op, t, row, off ? " + offset " : "", o, max_pos);
+                               " + offset %" PRId64 ", outside cos_sin_cache's %" PRId64 " rows",
+                               op, t, row, o, max_pos);
+        }
     }
     return OPREG_OK;
 }
