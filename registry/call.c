@@ -156,16 +156,38 @@ static opreg_status check_tensors(const struct opreg__plan *p, uint32_t i, const
     return OPREG_OK;
 }
 
+/* The length of an int, float or bool list whose item array is NULL (0 when
+ * it has one, or when it is empty), as check_tensors refuses for tensors. */
+static size_t list_len_without_items(const opreg_value *v) {
+    switch (v->kind) {
+    case OPREG_VALUE_INT_LIST:
+        return v->u.ints.items ? 0 : v->u.ints.len;
+    case OPREG_VALUE_FLOAT_LIST:
+        return v->u.floats.items ? 0 : v->u.floats.len;
+    case OPREG_VALUE_BOOL_LIST:
+        return v->u.bools.items ? 0 : v->u.bools.len;
+    default:
+        return 0;
+    }
+}
+
 NOINLINE static opreg_status check_arg(const struct opreg__plan *p, uint32_t i,
                                        const opreg_value *v) {
     uint32_t want = p->args[i].kind;
-    if (v->kind == want) {
+    /* OPREG__KIND_SCALAR and _UNSUPPORTED are expectations, never the kind
+     * of a value: a value that claims one is of no kind at all. */
+    if (v->kind == want && want <= OPREG_VALUE_DEVICE) {
         if (want == OPREG_VALUE_TENSOR && v->u.tensor && !v->flags) return OPREG_OK;
         if (want == OPREG_VALUE_TENSOR || want == OPREG_VALUE_TENSOR_LIST)
             return check_tensors(p, i, v);
         if (want == OPREG_VALUE_STR && !v->u.s.ptr)
             return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "%s: argument '%s' (str) is NULL",
                                p->op_name, p->args[i].name);
+        size_t len = list_len_without_items(v);
+        if (len)
+            return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                               "%s: argument '%s' (%s) has %zu items but a NULL item array",
+                               p->op_name, p->args[i].name, p->args[i].type_text, len);
         return OPREG_OK;
     }
     if (v->kind == OPREG_VALUE_NONE && p->args[i].optional) return OPREG_OK;

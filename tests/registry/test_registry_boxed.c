@@ -149,6 +149,60 @@ TEST(every_type_refused_with_its_name) {
     CHECK_CONTAINS(opreg_last_error(), "argument 's' (str) is NULL");
 }
 
+/* A list value whose item array is NULL but whose length is not 0 is
+ * refused, for int, float and bool lists as for tensor lists: the kernel
+ * would read the items. Found by tests/fuzz/fuzz_call. */
+TEST(null_list_items_refused) {
+    struct fake_tensor a;
+    DLTensor *ta = fake(&a, kDLCPU, 0);
+    DLDevice cpu = { kDLCPU, 0 };
+    opreg_value good[15] = {
+        opreg_tensor_value(ta),
+        opreg_none(),
+        opreg_tensor_list_value(NULL, 0),
+        opreg_tensor_list_value(NULL, 0),
+        opreg_int_value(7),
+        opreg_float_value(1.5),
+        opreg_bool_value(true),
+        opreg_str_value("hi"),
+        opreg_int_list_value(NULL, 0),
+        opreg_float_list_value(NULL, 0),
+        opreg_bool_list_value(NULL, 0),
+        opreg_dtype_value(OPREG_DTYPE_BF16),
+        opreg_device_value(cpu),
+        opreg_none(),
+        opreg_int_value(1),
+    };
+    static const char *expect[3] = {
+        "argument 'il' (int[]) has 2 items but a NULL item array",
+        "argument 'fl' (float[]) has 3 items but a NULL item array",
+        "argument 'bl' (bool[]) has 4 items but a NULL item array",
+    };
+    memset(seen, 0, sizeof seen);
+    for (int i = 0; i < 3; i++) {
+        opreg_value v[15];
+        memcpy(v, good, sizeof v);
+        v[8 + i] = i == 0   ? opreg_int_list_value(NULL, 2)
+                   : i == 1 ? opreg_float_list_value(NULL, 3)
+                            : opreg_bool_list_value(NULL, 4);
+        CHECK_STATUS(opreg_call_boxed(all_types, v, 15, NULL, 0, NULL, 0),
+                     OPREG_ERR_INVALID_ARGUMENT);
+        CHECK_CONTAINS(opreg_last_error(), expect[i]);
+        /* by name, through the binder, too */
+        static const char *names[15] = { "t",  "ot", "tl", "otl", "i", "f",  "b", "s",
+                                         "il", "fl", "bl", "st",  "d", "oi", "sc" };
+        opreg_kwarg kw[7];
+        for (int k = 8 + i; k < 15; k++) {
+            kw[k - 8 - i].name = names[k];
+            kw[k - 8 - i].value = v[k];
+        }
+        CHECK_STATUS(opreg_call_boxed(all_types, v, (size_t)(8 + i), kw, (size_t)(7 - i), NULL, 0),
+                     OPREG_ERR_INVALID_ARGUMENT);
+        CHECK_CONTAINS(opreg_last_error(), expect[i]);
+        CHECK_EQ_INT(seen[0].kind, OPREG_VALUE_NONE); /* the kernel never ran */
+    }
+}
+
 TEST(arity) {
     opreg_value v[16];
     for (int i = 0; i < 16; i++)
@@ -261,17 +315,44 @@ TEST(unsupported_types_are_named) {
                    "argument 'g' has type Generator?, which opreg values cannot carry");
 }
 
+/* A value whose kind is not an opreg_value_kind is refused, even when the
+ * number happens to be the one the argument plan uses internally for
+ * `Scalar` (100) or for a type no value carries (101). Found by
+ * tests/fuzz/fuzz_call. */
+TEST(kinds_outside_the_enum_refused) {
+    const opreg_op *op = def("odd_kinds(Scalar s, Generator? g) -> ()", record);
+    opreg_value v[2] = { opreg_int_value(1), opreg_none() };
+    CHECK_OK(opreg_call_boxed(op, v, 2, NULL, 0, NULL, 0));
+    memset(seen, 0, sizeof seen);
+    for (uint32_t kind = 12; kind <= 102; kind += 45) {
+        v[0] = opreg_int_value(1);
+        v[0].kind = kind == 57 ? 100 : kind; /* 12, 100, 102 */
+        CHECK_STATUS(opreg_call_boxed(op, v, 2, NULL, 0, NULL, 0), OPREG_ERR_TYPE_MISMATCH);
+        CHECK_CONTAINS(opreg_last_error(),
+                       "argument 's' (position 0) expected a value of type Scalar but got ?");
+    }
+    v[0] = opreg_int_value(1);
+    v[1] = opreg_int_value(1);
+    v[1].kind = 101;
+    CHECK_STATUS(opreg_call_boxed(op, v, 2, NULL, 0, NULL, 0), OPREG_ERR_UNSUPPORTED);
+    opreg_kwarg kw = { "g", v[1] };
+    CHECK_STATUS(opreg_call_boxed(op, v, 1, &kw, 1, NULL, 0), OPREG_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(seen[0].kind, OPREG_VALUE_NONE); /* the kernel never ran */
+}
+
 int main(void) {
     opreg_registry_create(&reg);
     opreg_library_create(&lib, reg, OPREG_LIBRARY_DEF, "tt", OPREG_KEY_CPU, "b.c", 1);
     all_types = def(ALL_TYPES, record);
     RUN(every_type_accepted);
     RUN(every_type_refused_with_its_name);
+    RUN(null_list_items_refused);
     RUN(arity);
     RUN(defaults_and_keyword_only);
     RUN(written_tensors_must_be_writable);
     RUN(returned_tensor_belongs_to_caller);
     RUN(unsupported_types_are_named);
+    RUN(kinds_outside_the_enum_refused);
     opreg_library_close(lib);
     opreg_registry_destroy(reg);
     return test_summary();
