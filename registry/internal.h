@@ -283,6 +283,12 @@ void opreg__plugins_free(struct opreg_registry *reg);
  * @p host_version: an older host, simulated (tests). */
 opreg_status opreg__plugin_load_with_host(opreg_plugin **out, opreg_registry *reg, const char *path,
                                           size_t host_size, uint32_t host_version);
+/* opreg_plugin_load() of a plugin given by its entry function instead of a
+ * file (the fuzzer): everything after dlsym runs as for a file, with no
+ * handle to dlclose, and @p path_label stands for the path in the record
+ * and the messages. */
+opreg_status opreg__plugin_load_entry(opreg_plugin **out, opreg_registry *reg,
+                                      const char *path_label, opreg_plugin_entry_fn entry);
 
 /* "where" of a registration, for messages. */
 const char *opreg__kreg_where(const struct opreg__kreg *r);

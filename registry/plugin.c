@@ -299,7 +299,14 @@ static opreg_status check_desc(struct opreg_plugin *p, const opreg_plugin_desc *
     return OPREG_OK;
 }
 
-static opreg_status load_locked(struct opreg_plugin *p, size_t host_size, uint32_t host_version) {
+static opreg_status run_entry(struct opreg_plugin *p, void *h, opreg_plugin_entry_fn entry,
+                              size_t host_size, uint32_t host_version);
+
+/* A plugin from its file: dlopen and dlsym, then run_entry(). With @p entry
+ * given, a plugin without a file: run_entry() alone, with no handle. */
+static opreg_status load_locked(struct opreg_plugin *p, opreg_plugin_entry_fn entry,
+                                size_t host_size, uint32_t host_version) {
+    if (entry) return run_entry(p, NULL, entry, host_size, host_version);
     struct stat sb;
     if (stat(p->path, &sb) != 0 || !S_ISREG(sb.st_mode))
         return refuse(p, opreg__fail(OPREG_ERR_IO, "plugin %s: no such file", p->path));
@@ -324,7 +331,6 @@ static opreg_status load_locked(struct opreg_plugin *p, size_t host_size, uint32
                                          p->path, o->name, o->path));
         }
     }
-    opreg_plugin_entry_fn entry = NULL;
     void *sym = dlsym(h, OPREG_PLUGIN_ENTRY_SYMBOL);
     memcpy(&entry, &sym, sizeof entry); /* object to function pointer, as POSIX allows */
     if (!entry) {
@@ -333,6 +339,21 @@ static opreg_status load_locked(struct opreg_plugin *p, size_t host_size, uint32
                                      "%s is not an opreg plugin: it does not export %s", p->path,
                                      OPREG_PLUGIN_ENTRY_SYMBOL));
     }
+    return run_entry(p, h, entry, host_size, host_version);
+}
+
+/* Give back the code of a plugin refused before its init ran: its file's
+ * handle, or nothing for a plugin without a file. */
+static void unmap(void *h) {
+    if (h) dlclose(h);
+}
+
+/* What follows finding the entry point, the same for a file and for an
+ * entry function: the description and its checks, the key, init. @p h is
+ * the file's handle, NULL without a file. */
+static opreg_status run_entry(struct opreg_plugin *p, void *h, opreg_plugin_entry_fn entry,
+                              size_t host_size, uint32_t host_version) {
+    struct opreg__plugin_list *l = p->reg->plugins;
     /* The table this plugin gets; a test may lend a smaller, older one. */
     memset(&p->host, 0, sizeof p->host);
     memcpy(&p->host, &host_table, host_size);
@@ -343,7 +364,7 @@ static opreg_status load_locked(struct opreg_plugin *p, size_t host_size, uint32
     if (!d) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", opreg_last_error());
-        dlclose(h);
+        unmap(h);
         return refuse(p, opreg__fail(OPREG_ERR_PLUGIN, "plugin %s refused to load: %s", p->path,
                                      msg[0] ? msg : "(no reason given)"));
     }
@@ -353,19 +374,19 @@ static opreg_status load_locked(struct opreg_plugin *p, size_t host_size, uint32
     if (st != OPREG_OK) {
         if (d->struct_size >= offsetof(opreg_plugin_desc, name) + sizeof d->name && d->name)
             set_str(&p->name, d->name);
-        dlclose(h);
+        unmap(h);
         return refuse(p, st);
     }
     memset(&p->desc, 0, sizeof p->desc);
     memcpy(&p->desc, d, d->struct_size < sizeof p->desc ? d->struct_size : sizeof p->desc);
     if (!set_str(&p->name, d->name) || !set_str(&p->version, d->version)) {
-        dlclose(h);
+        unmap(h);
         return refuse(p, opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "plugin %s: out of memory", p->path));
     }
     for (size_t i = 0; i < l->count; i++) {
         const struct opreg_plugin *o = l->items[i];
         if (o != p && o->state == OPREG_PLUGIN_LOADED && strcmp(o->name, p->name) == 0) {
-            dlclose(h);
+            unmap(h);
             return refuse(p, opreg__fail(OPREG_ERR_ALREADY_DEFINED,
                                          "plugin '%s' (%s): a plugin of that name is already "
                                          "loaded from %s",
@@ -375,14 +396,14 @@ static opreg_status load_locked(struct opreg_plugin *p, size_t host_size, uint32
     char where[1024];
     snprintf(where, sizeof where, "plugin '%s' (%s)", p->name, p->path);
     if (!set_str(&p->where, where)) {
-        dlclose(h);
+        unmap(h);
         return refuse(p, opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "plugin %s: out of memory", p->path));
     }
     opreg_dispatch_key key = OPREG_KEY_NONE;
     if (p->desc.backend && (st = opreg__key_claim(&key, p->desc.backend)) != OPREG_OK) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", opreg_last_error());
-        dlclose(h);
+        unmap(h);
         return refuse(p, opreg__fail(st, "plugin '%s' (%s): %s", p->name, p->path, msg));
     }
     p->key = key;
@@ -407,8 +428,8 @@ static opreg_status load_locked(struct opreg_plugin *p, size_t host_size, uint32
     return OPREG_OK;
 }
 
-opreg_status opreg__plugin_load_with_host(opreg_plugin **out, opreg_registry *reg, const char *path,
-                                          size_t host_size, uint32_t host_version) {
+static opreg_status load(opreg_plugin **out, opreg_registry *reg, const char *path,
+                         opreg_plugin_entry_fn entry, size_t host_size, uint32_t host_version) {
     if (out) *out = NULL;
     if (!reg || !path)
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_plugin_load: %s is NULL",
@@ -417,11 +438,25 @@ opreg_status opreg__plugin_load_with_host(opreg_plugin **out, opreg_registry *re
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_plugin_load: bad host table size");
     pthread_mutex_lock(&reg->plugin_lock);
     struct opreg_plugin *p = new_record(reg, path);
-    opreg_status st = p ? load_locked(p, host_size, host_version)
+    opreg_status st = p ? load_locked(p, entry, host_size, host_version)
                         : opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "opreg_plugin_load: out of memory");
     pthread_mutex_unlock(&reg->plugin_lock);
     if (st == OPREG_OK && out) *out = p;
     return st;
+}
+
+opreg_status opreg__plugin_load_with_host(opreg_plugin **out, opreg_registry *reg, const char *path,
+                                          size_t host_size, uint32_t host_version) {
+    return load(out, reg, path, NULL, host_size, host_version);
+}
+
+opreg_status opreg__plugin_load_entry(opreg_plugin **out, opreg_registry *reg,
+                                      const char *path_label, opreg_plugin_entry_fn entry) {
+    if (!entry) {
+        if (out) *out = NULL;
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_plugin_load: entry is NULL");
+    }
+    return load(out, reg, path_label, entry, sizeof(opreg_host), OPREG_PLUGIN_ABI_VERSION);
 }
 
 opreg_status opreg_plugin_load(opreg_plugin **out, opreg_registry *reg, const char *path) {

@@ -1,0 +1,83 @@
+/* Plugins given by their entry function (opreg__plugin_load_entry, the
+ * loader's path after dlsym, which tests/fuzz/fuzz_plugin_desc drives):
+ * such a plugin loads, registers, unloads and is finalised like a file. */
+#include "plugin_test.h"
+#include "registry/internal.h"
+
+#define CHECK_STATUS(expr, want)                                                                   \
+    do {                                                                                           \
+        opreg_status check_st_ = (expr);                                                           \
+        if (check_st_ != (want)) {                                                                 \
+            TEST_FAIL_AT("%s: got %s, want %s (%s)", #expr, opreg_status_name(check_st_),          \
+                         opreg_status_name(want), opreg_last_error());                             \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+#define CHECK_OK(expr) CHECK_STATUS(expr, OPREG_OK)
+
+static opreg_status kernel(void *ctx, const opreg_op *op, const opreg_value *args,
+                           opreg_value *rets) {
+    (void)ctx, (void)op, (void)args, (void)rets;
+    return OPREG_OK;
+}
+
+static int finis;
+
+static opreg_status init(const opreg_host *h, opreg_plugin *plugin, opreg_dispatch_key key,
+                         void **user) {
+    opreg_library *lib;
+    (void)key, (void)user;
+    opreg_kernel k = { kernel, NULL, NULL, 0 };
+    opreg_status st = h->library_create(&lib, plugin, OPREG_LIBRARY_DEF, "ent", OPREG_KEY_CPU);
+    if (st == OPREG_OK) st = h->library_def(NULL, lib, "op(Tensor x) -> ()");
+    if (st == OPREG_OK) st = h->library_impl(lib, "op", OPREG_KEY_CPU, &k);
+    return st;
+}
+
+static void fini(void *user) {
+    (void)user;
+    finis++;
+}
+
+static opreg_plugin_desc desc = {
+    .struct_size = sizeof(opreg_plugin_desc),
+    .abi_version = OPREG_PLUGIN_ABI_VERSION,
+    .name = "ent",
+    .version = "0.1",
+    .init = init,
+    .fini = fini,
+};
+
+static const opreg_plugin_desc *entry(const opreg_host *h) {
+    (void)h;
+    return &desc;
+}
+
+TEST(entry_loads_like_a_file) {
+    opreg_registry *reg;
+    opreg_plugin *p;
+    const opreg_op *op;
+    CHECK_OK(opreg_registry_create(&reg));
+    CHECK_OK(opreg__plugin_load_entry(&p, reg, "built-in:ent", entry));
+    CHECK(p != NULL);
+    CHECK_OK(opreg_op_find(&op, reg, "ent::op"));
+    opreg_plugin_info info;
+    CHECK_OK(opreg_plugin_info_at(&info, reg, 0));
+    CHECK_EQ_STR(info.path, "built-in:ent");
+    CHECK_EQ_STR(info.name, "ent");
+    CHECK_EQ_INT(info.state, OPREG_PLUGIN_LOADED);
+    opreg_plugin_unload(p);
+    CHECK(!opreg_op_is_defined(op));
+    CHECK_EQ_INT(finis, 0);
+    opreg_registry_reclaim(reg);
+    CHECK_EQ_INT(finis, 1);
+    CHECK_STATUS(opreg__plugin_load_entry(&p, reg, "x", NULL), OPREG_ERR_INVALID_ARGUMENT);
+    CHECK(p == NULL);
+    opreg_registry_destroy(reg);
+    CHECK_EQ_INT(finis, 1);
+}
+
+int main(void) {
+    RUN(entry_loads_like_a_file);
+    return test_summary();
+}
