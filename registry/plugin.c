@@ -342,6 +342,17 @@ static opreg_status load_locked(struct opreg_plugin *p, opreg_plugin_entry_fn en
     return run_entry(p, h, entry, host_size, host_version);
 }
 
+/* opreg__key_claim() reads the backend table's version and name before its
+ * size: a table too small to hold them is refused here, from struct_size
+ * alone, so that nothing past what the plugin declares is read. */
+static opreg_status claim_key(opreg_dispatch_key *key, const opreg_backend *b) {
+    if (b->struct_size < offsetof(opreg_backend, is_available))
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                           "backend: struct_size %u is too small for an opreg_backend",
+                           b->struct_size);
+    return opreg__key_claim(key, b);
+}
+
 /* Give back the code of a plugin refused before its init ran: its file's
  * handle, or nothing for a plugin without a file. */
 static void unmap(void *h) {
@@ -400,7 +411,7 @@ static opreg_status run_entry(struct opreg_plugin *p, void *h, opreg_plugin_entr
         return refuse(p, opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "plugin %s: out of memory", p->path));
     }
     opreg_dispatch_key key = OPREG_KEY_NONE;
-    if (p->desc.backend && (st = opreg__key_claim(&key, p->desc.backend)) != OPREG_OK) {
+    if (p->desc.backend && (st = claim_key(&key, p->desc.backend)) != OPREG_OK) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", opreg_last_error());
         unmap(h);

@@ -1,8 +1,15 @@
 /* Plugins given by their entry function (opreg__plugin_load_entry, the
  * loader's path after dlsym, which tests/fuzz/fuzz_plugin_desc drives):
- * such a plugin loads, registers, unloads and is finalised like a file. */
+ * - such a plugin loads, registers, unloads and is finalised like a file;
+ * - a backend table whose struct_size is too small to hold its name and
+ *   version is refused from the size alone: nothing past it is read (found
+ *   by the fuzzer: the key's checks read the name and version first). */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "plugin_test.h"
 #include "registry/internal.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define CHECK_STATUS(expr, want)                                                                   \
     do {                                                                                           \
@@ -77,7 +84,45 @@ TEST(entry_loads_like_a_file) {
     CHECK_EQ_INT(finis, 1);
 }
 
+TEST(backend_too_small_refused_by_its_size) {
+    opreg_registry *reg;
+    opreg_plugin *p;
+    CHECK_OK(opreg_registry_create(&reg));
+    char *before = registry_listing(reg);
+    int keys = opreg_key_count();
+    /* The table ends where an unmapped page begins: any read past its
+     * struct_size faults, in every build. */
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    char *pages = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(pages != MAP_FAILED);
+    CHECK(mprotect(pages + page, page, PROT_NONE) == 0);
+    for (uint32_t size = 8; size < offsetof(opreg_backend, is_available); size += 8) {
+        opreg_backend *b = (opreg_backend *)(void *)(pages + page - size);
+        memset(b, 0, size);
+        b->struct_size = size;
+        desc.backend = b;
+        finis = 0;
+        CHECK_STATUS(opreg__plugin_load_entry(&p, reg, "built-in:small", entry),
+                     OPREG_ERR_INVALID_ARGUMENT);
+        CHECK(p == NULL);
+        char want[96];
+        snprintf(want, sizeof want, "backend: struct_size %u is too small", size);
+        CHECK_CONTAINS(opreg_last_error(), want);
+        CHECK_CONTAINS(opreg_last_error(), "plugin 'ent' (built-in:small)");
+        desc.backend = NULL;
+        CHECK_EQ_INT(opreg_key_count(), keys);
+        char *after = registry_listing(reg);
+        CHECK_EQ_STR(after, before);
+        free(after);
+    }
+    free(before);
+    munmap(pages, 2 * page);
+    opreg_registry_destroy(reg);
+    CHECK_EQ_INT(finis, 0); /* init never ran */
+}
+
 int main(void) {
     RUN(entry_loads_like_a_file);
+    RUN(backend_too_small_refused_by_its_size);
     return test_summary();
 }
