@@ -145,11 +145,72 @@ TEST(device_names) {
     CHECK_STATUS(opreg_device_parse(&d, "composite"), OPREG_ERR_INVALID_ARGUMENT);
 }
 
+/* Shapes whose element count or byte size does not fit in int64_t are
+ * refused, never allocated (an overflowed count wrapped to a small block
+ * that the kernel then wrote past); a size of 0 makes any shape empty.
+ * numel, nbytes and is_contiguous stay defined on such shapes. Found by
+ * tests/fuzz/fuzz_call (linear's result shaped from a huge input). */
+TEST(sizes_past_int64_refused) {
+    DLTensor *t = (DLTensor *)1;
+    int64_t square[3] = { (int64_t)1 << 40, (int64_t)1 << 40, 4 };
+    int64_t bytes[2] = { (int64_t)1 << 61, 2 }; /* 2^62 elements, 2^64 bytes of f32 */
+    int64_t empty[3] = { 0, (int64_t)1 << 40, (int64_t)1 << 40 };
+    int64_t max[2] = { INT64_MAX, 2 };
+    CHECK_STATUS(opreg_tensor_empty_cpu(&t, OPREG_DTYPE_F32, 3, square),
+                 OPREG_ERR_INVALID_ARGUMENT);
+    CHECK(t == NULL);
+    CHECK_CONTAINS(opreg_last_error(),
+                   "the shape's element count of 4-byte elements does not fit in int64_t");
+    CHECK_STATUS(opreg_tensor_empty_meta(&t, OPREG_DTYPE_F32, 2, max), OPREG_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(opreg_tensor_empty_cpu(&t, OPREG_DTYPE_F32, 2, bytes), OPREG_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(opreg_last_error(), "byte size of 4-byte elements does not fit");
+    CHECK_OK(opreg_tensor_empty_meta(&t, OPREG_DTYPE_U8, 2, bytes)); /* 2^62 bytes: fits */
+    opreg_tensor_free(t);
+    for (int meta = 0; meta < 2; meta++) {
+        CHECK_OK(meta ? opreg_tensor_empty_meta(&t, OPREG_DTYPE_F32, 3, empty)
+                      : opreg_tensor_empty_cpu(&t, OPREG_DTYPE_F32, 3, empty));
+        CHECK_EQ_INT(opreg_tensor_numel(t), 0);
+        CHECK_EQ_INT(opreg_tensor_nbytes(t), 0);
+        opreg_tensor_free(t);
+    }
+    struct fake {
+        DLTensor t;
+        int64_t strides[3];
+    } f;
+    memset(&f, 0, sizeof f);
+    f.t.dtype = opreg_dtype_to_dlpack(OPREG_DTYPE_F32);
+    f.t.ndim = 3;
+    f.t.shape = square;
+    CHECK_STATUS(opreg_tensor_view(&t, &f.t, 3, square, NULL, 0), OPREG_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(opreg_tensor_numel(&f.t), -1);
+    CHECK(opreg_tensor_nbytes(&f.t) == SIZE_MAX);
+    f.t.shape = empty;
+    CHECK_EQ_INT(opreg_tensor_numel(&f.t), 0);
+    int64_t negative[3] = { 2, -3, 4 };
+    f.t.shape = negative;
+    CHECK_EQ_INT(opreg_tensor_numel(&f.t), -1); /* a negative size */
+    /* Strides that span past size_t saturate; INT64_MIN's magnitude is fine. */
+    int64_t two[3] = { 2, 2, 2 };
+    f.t.shape = two;
+    f.t.strides = f.strides;
+    f.strides[0] = INT64_MIN;
+    f.strides[1] = INT64_MIN;
+    f.strides[2] = 1;
+    CHECK(opreg_tensor_nbytes(&f.t) == SIZE_MAX);
+    CHECK(!opreg_tensor_is_contiguous(&f.t));
+    f.t.shape = square; /* the strides' running product passes int64_t at the end */
+    f.strides[0] = (int64_t)1 << 42;
+    f.strides[1] = 4;
+    f.strides[2] = 1;
+    CHECK(opreg_tensor_is_contiguous(&f.t));
+}
+
 int main(void) {
     RUN(dtypes_map_to_dlpack_and_back);
     RUN(cpu_and_meta_tensors);
     RUN(contiguity_ignores_size_one_dims);
     RUN(tensor_errors);
+    RUN(sizes_past_int64_refused);
     RUN(device_names);
     return test_summary();
 }
