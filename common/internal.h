@@ -7,6 +7,28 @@
 
 #include <stdarg.h>
 
+/* Test builds (OPREG_FAULT_INJECTION): the library's allocations go through
+ * the counter of common/fault.c, which a test arms to fail the Nth one.
+ * Macros here rather than opreg__malloc() wrappers at each call: the release
+ * build's code is the plain C calls, unchanged and at no cost, and no new
+ * call site can forget a wrapper, since every library file includes this
+ * header. Only the library's own calls are redirected (not libc's, the
+ * dynamic loader's or a test's), which a global malloc interposer could not
+ * tell apart. The system headers come first, so their declarations keep
+ * their names. */
+#ifdef OPREG_FAULT_INJECTION
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fault.h"
+#define malloc(size)               opreg__fi_malloc(size)
+#define calloc(n, size)            opreg__fi_calloc(n, size)
+#define realloc(ptr, size)         opreg__fi_realloc(ptr, size)
+#define aligned_alloc(align, size) opreg__fi_aligned_alloc(align, size)
+#define strdup(s)                  opreg__fi_strdup(s)
+#define strndup(s, n)              opreg__fi_strndup(s, n)
+#endif
+
 #if defined(__GNUC__)
 #define OPREG__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else

@@ -2,6 +2,7 @@
  * allocator that aligns to 64 bytes (a cache line, and what AVX-512 loads
  * want). */
 #include "backends/cpu/cpu_backend.h"
+#include "common/internal.h" /* for the fault-injection build's allocator */
 
 #include <stdlib.h>
 
