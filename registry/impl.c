@@ -70,31 +70,15 @@ static void warn_override(const struct opreg_op *op, const struct opreg__kreg *o
                opreg__kreg_where(old), opreg__kreg_where(r));
 }
 
-static struct opreg__kreg *new_kreg(struct opreg_library *lib, const opreg_kernel *k,
-                                    struct opreg_op *op, opreg_dispatch_key key) {
-    struct opreg__kreg *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
-    r->k = *k;
-    r->lib = lib;
-    r->op = op;
-    r->key = key;
-    r->id = lib->reg->next_id++;
-    return r;
-}
-
+/* Push a registration onto its slot's stack and its library's list: the
+ * last step of a registration, made once everything it needs is allocated. */
 static void push(struct opreg__kreg **slot, struct opreg__kreg *r) {
+    r->id = r->lib->reg->next_id++;
     r->older = *slot;
     *slot = r;
     r->lib_next = r->lib->kregs;
     r->lib->kregs = r;
     if (r->older) warn_override(r->op, r->older, r);
-}
-
-/* Undo push() after a failed publish. */
-static void pop(struct opreg__kreg **slot, struct opreg__kreg *r) {
-    *slot = r->older;
-    r->lib->kregs = r->lib_next;
-    free(r);
 }
 
 opreg_status opreg_library_impl(opreg_library *lib, const char *name, opreg_dispatch_key key,
@@ -110,17 +94,29 @@ opreg_status opreg_library_impl(opreg_library *lib, const char *name, opreg_disp
     size_t len = 0;
     OPREG__TRY(opreg__lib_error(lib, full_name(buf, sizeof buf, &len, lib, name)));
     struct opreg_registry *reg = lib->reg;
+    struct opreg__kreg *r = calloc(1, sizeof *r);
+    if (!r)
+        return opreg__lib_error(
+            lib, opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "impl %s: out of memory", buf));
+    r->k = *kernel;
+    r->lib = lib;
+    r->key = key;
     opreg__lock(reg);
+    /* Everything is allocated before anything changes: the registration's
+     * share of the reserve (for its withdrawal) and the table published now,
+     * then the op record. A failure leaves the registry as it was. */
     struct opreg_op *op = NULL;
-    opreg_status st = opreg__op_get(&op, reg, buf, len);
-    struct opreg__kreg *r = st == OPREG_OK ? new_kreg(lib, kernel, op, key) : NULL;
-    if (st == OPREG_OK && !r)
-        st = opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "impl %s: out of memory", buf);
+    opreg_status st = opreg__spares_reserve(reg, 2);
+    if (st == OPREG_OK) st = opreg__op_get(&op, reg, buf, len);
     if (st == OPREG_OK) {
-        struct opreg__kreg **slot = key == OPREG_KEY_COMPOSITE ? &op->composite : &op->direct[key];
-        push(slot, r);
+        r->op = op;
+        push(key == OPREG_KEY_COMPOSITE ? &op->composite : &op->direct[key], r);
+        lib->nop_kregs++;
+        reg->nop_kregs++;
         /* Before its def, the kernel waits on the op record. */
-        if (op->schema && (st = opreg__op_publish(op)) != OPREG_OK) pop(slot, r);
+        if (op->schema) opreg__op_publish(op);
+    } else {
+        free(r);
     }
     opreg__unlock(reg);
     return opreg__lib_error(lib, st);
@@ -145,17 +141,24 @@ opreg_status opreg_library_fallback(opreg_library *lib, opreg_dispatch_key key,
             lib, opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
                              "fallback: the key must be a backend key, not Composite"));
     struct opreg_registry *reg = lib->reg;
-    opreg__lock(reg);
-    opreg_status st = OPREG_OK;
-    struct opreg__kreg *r = new_kreg(lib, kernel, NULL, key);
+    struct opreg__kreg *r = calloc(1, sizeof *r);
     if (!r)
-        st = opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "fallback: out of memory");
-    else {
+        return opreg__lib_error(lib,
+                                opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "fallback: out of memory"));
+    r->k = *kernel;
+    r->lib = lib;
+    r->key = key;
+    opreg__lock(reg);
+    /* Every defined op's table is rebuilt now, and again when the library
+     * closes: reserve both before the fallback is pushed. */
+    size_t share = lib->nfallbacks ? 0 : reg->ndefined;
+    opreg_status st = opreg__spares_reserve(reg, share + reg->ndefined);
+    if (st == OPREG_OK) {
         push(&reg->fallback[key], r);
-        if ((st = opreg__publish_all(reg)) != OPREG_OK) {
-            pop(&reg->fallback[key], r);
-            opreg__publish_all(reg);
-        }
+        if (lib->nfallbacks++ == 0) reg->nfb_libs++;
+        opreg__publish_all(reg);
+    } else {
+        free(r);
     }
     opreg__unlock(reg);
     return opreg__lib_error(lib, st);

@@ -25,6 +25,15 @@
 #define OPREG__KIND_SCALAR      100 /* `Scalar`: an int, float or bool value */
 #define OPREG__KIND_UNSUPPORTED 101 /* a type that values cannot carry */
 
+/* A retired object waiting for opreg_registry_reclaim(). The node lives in
+ * the object it retires (tables, plans, name tables, registrations), so
+ * retiring never allocates and cannot fail. */
+struct opreg__retired {
+    void (*fn)(void *);
+    void *ptr;
+    struct opreg__retired *next;
+};
+
 /* ---- argument plans (plan.c) --------------------------------------------- */
 
 /* How one argument is checked, worked out once at def time. */
@@ -53,6 +62,7 @@ struct opreg__plan {
     uint8_t tensor_pos[OPREG__MAX_ARGS];
     uint8_t want[OPREG__MAX_ARGS]; /* args[i].kind, packed for the hot loop */
     struct opreg__arg *args;       /* nargs items, in the same allocation */
+    struct opreg__retired retire;  /* retires the schema with the plan */
 };
 
 opreg_status opreg__plan_build(struct opreg__plan **out, const opreg_schema *schema,
@@ -69,6 +79,8 @@ struct opreg__table {
     bool defined;         /* plan->defined, one load closer */
     bool has_composite;
     opreg_dispatch_entry e[OPREG__NSLOTS]; /* by key */
+    struct opreg__retired retire;
+    struct opreg__table *next_spare; /* in the registry's reserve, while unused */
 };
 
 #define OPREG__STATE_DEFINED (1ull << 63)
@@ -84,6 +96,7 @@ struct opreg__kreg {
     uint32_t id;
     struct opreg__kreg *older;    /* the one it replaced, in the same slot */
     struct opreg__kreg *lib_next; /* the library's registrations */
+    struct opreg__retired retire; /* withdrawn: freed, with its context, at reclaim */
 };
 
 struct opreg_op {
@@ -120,6 +133,8 @@ struct opreg_library {
     size_t ndefs, cap_defs;
     struct opreg_library *prev, *next;
     struct opreg_plugin *plugin; /* the plugin that opened it, or NULL */
+    size_t nop_kregs;            /* its direct and composite registrations */
+    size_t nfallbacks;
 };
 
 /* ---- the registry (registry.c, names.c) ---------------------------------- */
@@ -131,19 +146,15 @@ struct opreg__slot {
 
 struct opreg__names {
     size_t mask, count;
+    struct opreg__retired retire;
     struct opreg__slot slots[];
 };
 
 struct opreg__opvec {
     _Atomic size_t count;
     size_t cap;
+    struct opreg__retired retire;
     struct opreg_op *items[];
-};
-
-struct opreg__retired {
-    void (*fn)(void *);
-    void *ptr;
-    struct opreg__retired *next;
 };
 
 struct opreg_registry {
@@ -156,6 +167,14 @@ struct opreg_registry {
     struct opreg__plugin_list *plugins; /* plugin.c; under plugin_lock */
     pthread_mutex_t plugin_lock;        /* serialises loads and unloads */
     uint32_t next_id;
+    /* Tables kept in reserve so that closing a library never allocates (see
+     * opreg__spares_need): a close may have to rebuild the table of every op
+     * its registrations touch, and a close cannot fail. */
+    struct opreg__table *spares;
+    size_t nspares;
+    size_t nop_kregs; /* direct and composite registrations of open libraries */
+    size_t nfb_libs;  /* open libraries with a fallback */
+    size_t ndefined;  /* ops with a schema */
     bool is_default;
     struct opreg__plan undefined_plan;
     struct opreg__table undefined_table;
@@ -218,15 +237,17 @@ static inline struct opreg_op *opreg__names_find(const struct opreg_registry *re
     }
 }
 
-/* Find or create an op record (writer). */
+/* Find or create an op record (writer). A failure leaves no record. */
 opreg_status opreg__op_get(struct opreg_op **out, struct opreg_registry *reg, const char *name,
                            size_t len);
 /* Write "did you mean" suggestions for an unknown name (writer lock taken inside). */
 opreg_status opreg__fail_unknown_op(const struct opreg_registry *reg, const char *name, size_t len);
 void opreg__names_free(struct opreg__names *names);
 
-/* Defer freeing @p ptr with @p fn until no reader can hold it. */
-void opreg__retire(struct opreg_registry *reg, void (*fn)(void *), void *ptr);
+/* Defer freeing @p ptr with @p fn until no reader can hold it; @p node is
+ * the object's own node. Never fails. */
+void opreg__retire(struct opreg_registry *reg, struct opreg__retired *node, void (*fn)(void *),
+                   void *ptr);
 void opreg__lock(const struct opreg_registry *reg);
 void opreg__unlock(const struct opreg_registry *reg);
 
@@ -238,12 +259,30 @@ static inline const struct opreg__table *opreg__table_of(const struct opreg_op *
 /* Call by dispatch key, never by the device-type entries. */
 opreg_status opreg__call_by_key(const opreg_op *op, const opreg_value *args, opreg_value *rets);
 
-/* Rebuild and publish an op's table after its registrations changed. */
-opreg_status opreg__op_publish(struct opreg_op *op);
-/* Rebuild every op's table (a fallback changed). */
-opreg_status opreg__publish_all(struct opreg_registry *reg);
+/* The reserve the open libraries need: closing one rebuilds at most one
+ * table per direct or composite registration it made, or, when it has a
+ * fallback, one per defined op. The sum over all of them is kept, so that
+ * each close finds its share whatever closed before it. */
+static inline size_t opreg__spares_need(const struct opreg_registry *reg) {
+    return reg->nop_kregs + reg->nfb_libs * reg->ndefined;
+}
+/* Make the reserve hold opreg__spares_need() + @p extra tables (those a
+ * registration is about to publish). The only allocation of a table. */
+opreg_status opreg__spares_reserve(struct opreg_registry *reg, size_t extra);
+/* Free the reserve beyond what is needed (after a close), or all of it. */
+void opreg__spares_trim(struct opreg_registry *reg, bool all);
+/* Rebuild and publish an op's table after its registrations changed, from a
+ * reserved table: never fails, and allocates nothing. */
+void opreg__op_publish(struct opreg_op *op);
+/* Rebuild every defined op's table (a fallback changed), likewise. */
+void opreg__publish_all(struct opreg_registry *reg);
 void opreg__table_init_undefined(struct opreg__table *t, const struct opreg__plan *plan);
 void opreg__library_close_locked(struct opreg_library *lib);
+/* opreg_library_create() with the place of registration given whole
+ * ("plugin 'x' (path)") rather than as a file and a line. */
+opreg_status opreg__library_create_where(opreg_library **out, opreg_registry *reg,
+                                         opreg_library_kind kind, const char *ns,
+                                         opreg_dispatch_key default_key, const char *where);
 /* Record a library's first failure and its message; returns @p st. */
 opreg_status opreg__lib_error(struct opreg_library *lib, opreg_status st);
 bool opreg__is_ident(const char *s, size_t len);
@@ -270,6 +309,10 @@ static inline int32_t opreg__key_of_type(int32_t device_type) {
  * mark it unavailable, with @p why, once the plugin is gone. */
 opreg_status opreg__key_claim(opreg_dispatch_key *out, const opreg_backend *backend);
 void opreg__key_release(opreg_dispatch_key key, const char *why);
+/* Release a key after a load that ran out of memory: a key taken back is left
+ * as it was before (its earlier reason), a new one is released with @p why.
+ * Neither allocates. */
+void opreg__key_unclaim(opreg_dispatch_key key, const char *why);
 
 /* ---- plugins (plugin.c) ----------------------------------------------------- */
 

@@ -37,6 +37,14 @@ opreg_status opreg__lib_error(struct opreg_library *lib, opreg_status st) {
 opreg_status opreg_library_create(opreg_library **out, opreg_registry *reg, opreg_library_kind kind,
                                   const char *ns, opreg_dispatch_key default_key, const char *file,
                                   int line) {
+    char where[512];
+    snprintf(where, sizeof where, "%s:%d", file ? file : "(unknown)", line);
+    return opreg__library_create_where(out, reg, kind, ns, default_key, where);
+}
+
+opreg_status opreg__library_create_where(opreg_library **out, opreg_registry *reg,
+                                         opreg_library_kind kind, const char *ns,
+                                         opreg_dispatch_key default_key, const char *where) {
     if (!out) return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_library_create: out is NULL");
     *out = NULL;
     if (!reg || !ns)
@@ -53,9 +61,8 @@ opreg_status opreg_library_create(opreg_library **out, opreg_registry *reg, opre
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
                            "opreg_library_create: default_key %d is not a dispatch key",
                            (int)default_key);
+    if (!where) where = "(unknown)";
     struct opreg_library *lib = calloc(1, sizeof *lib);
-    char where[512];
-    snprintf(where, sizeof where, "%s:%d", file ? file : "(unknown)", line);
     if (lib) {
         lib->ns = malloc(strlen(ns) + 1);
         lib->where = malloc(strlen(where) + 1);
@@ -101,12 +108,18 @@ opreg_status opreg_library_status(const opreg_library *lib) {
     return lib ? lib->first_error : OPREG_ERR_INVALID_ARGUMENT;
 }
 
-static void free_schema(void *p) {
-    opreg_schema_free(p);
+/* A withdrawn registration goes at reclaim, with its kernel's context. */
+static void free_kreg(void *p) {
+    struct opreg__kreg *r = p;
+    if (r->k.release) r->k.release(r->k.context);
+    free(r);
 }
 
-static void free_ptr(void *p) {
-    free(p);
+/* A withdrawn definition's plan goes at reclaim, with the schema it reads. */
+static void free_plan(void *p) {
+    struct opreg__plan *plan = p;
+    opreg_schema_free((opreg_schema *)(uintptr_t)plan->schema);
+    free(plan);
 }
 
 /* Parse as m.def() does; the stored schema always names its namespace. */
@@ -158,12 +171,15 @@ static opreg_status parse_def(opreg_schema **out, struct opreg_library *lib, con
     return OPREG_OK;
 }
 
+/* Everything a definition needs is allocated before anything changes: the
+ * library's room for it, its plan, the tables (the one published now, and
+ * the share of each library with a fallback), then the op record, if it is
+ * new. A failure leaves the registry as it was. */
 static opreg_status def_locked(struct opreg_op **out, struct opreg_library *lib, opreg_schema *s,
                                const char *name, size_t len, const char *where) {
     struct opreg_registry *reg = lib->reg;
-    struct opreg_op *op = NULL;
-    OPREG__TRY(opreg__op_get(&op, reg, name, len));
-    if (op->schema) {
+    struct opreg_op *op = opreg__names_find(reg, name, len, opreg__hash(name, len));
+    if (op && op->schema) {
         char old[1024];
         opreg_schema_format(op->schema, OPREG_SCHEMA_CANONICAL, old, sizeof old);
         return opreg__fail(OPREG_ERR_ALREADY_DEFINED,
@@ -176,24 +192,26 @@ static opreg_status def_locked(struct opreg_op **out, struct opreg_library *lib,
     if (lib->ndefs == lib->cap_defs) {
         size_t cap = lib->cap_defs ? 2 * lib->cap_defs : 8;
         struct opreg_op **d = realloc(lib->defs, cap * sizeof *d);
-        if (!d) return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "def %s: out of memory", op->name);
+        if (!d)
+            return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "def %.*s: out of memory", (int)len, name);
         lib->defs = d;
         lib->cap_defs = cap;
     }
     struct opreg__plan *plan = NULL;
-    OPREG__TRY(opreg__plan_build(&plan, s, op->name));
+    OPREG__TRY(opreg__plan_build(&plan, s, name));
+    opreg_status st = opreg__spares_reserve(reg, 1 + reg->nfb_libs);
+    if (st == OPREG_OK && !op) st = opreg__op_get(&op, reg, name, len);
+    if (st != OPREG_OK) {
+        free(plan);
+        return st;
+    }
+    plan->op_name = op->name; /* was the caller's buffer */
     op->schema = s;
     op->plan = plan;
     op->def_lib = lib;
     snprintf(op->def_where, sizeof op->def_where, "%s", where);
-    opreg_status st = opreg__op_publish(op);
-    if (st != OPREG_OK) {
-        op->schema = NULL;
-        op->plan = NULL;
-        op->def_lib = NULL;
-        free(plan);
-        return st;
-    }
+    reg->ndefined++;
+    opreg__op_publish(op);
     lib->defs[lib->ndefs++] = op;
     *out = op;
     return OPREG_OK;
@@ -259,26 +277,34 @@ static void unlink_kreg(struct opreg__kreg *r) {
     if (*slot) *slot = r->older;
 }
 
+/* Allocates nothing, so it cannot fail: the tables it publishes come from
+ * the reserve that the library's registrations made (opreg__spares_need). */
 void opreg__library_close_locked(struct opreg_library *lib) {
     struct opreg_registry *reg = lib->reg;
-    for (struct opreg__kreg *r = lib->kregs, *next; r; r = next) {
-        next = r->lib_next;
+    for (struct opreg__kreg *r = lib->kregs; r; r = r->lib_next)
         unlink_kreg(r);
-        if (r->k.release) opreg__retire(reg, r->k.release, r->k.context);
-        free(r);
-    }
     for (size_t i = 0; i < lib->ndefs; i++) {
         struct opreg_op *op = lib->defs[i];
-        opreg__retire(reg, free_schema, op->schema);
-        opreg__retire(reg, free_ptr, op->plan);
+        opreg__retire(reg, &op->plan->retire, free_plan, op->plan);
         op->schema = NULL;
         op->plan = NULL;
         op->def_lib = NULL;
-        opreg__op_publish(op); /* to the undefined table: cannot fail */
+        reg->ndefined--;
+        opreg__op_publish(op); /* to the undefined table */
     }
-    /* Tables of the ops whose kernels or fallbacks went away. On out of
-     * memory an op keeps its old table, whose kernels stay callable. */
-    opreg__publish_all(reg);
+    /* The tables of the ops whose kernels or fallbacks went away. */
+    if (lib->nfallbacks)
+        opreg__publish_all(reg);
+    else
+        for (struct opreg__kreg *r = lib->kregs; r; r = r->lib_next)
+            if (r->op->schema) opreg__op_publish(r->op);
+    for (struct opreg__kreg *r = lib->kregs, *next; r; r = next) {
+        next = r->lib_next;
+        opreg__retire(reg, &r->retire, free_kreg, r);
+    }
+    reg->nop_kregs -= lib->nop_kregs;
+    if (lib->nfallbacks) reg->nfb_libs--;
+    opreg__spares_trim(reg, false);
     if (lib->prev)
         lib->prev->next = lib->next;
     else

@@ -40,7 +40,7 @@ static opreg_status reserve_name(struct opreg_registry *reg) {
         if (op) insert_slot(g, op);
     }
     atomic_store_explicit(&reg->names, g, memory_order_release);
-    opreg__retire(reg, free_ptr, t);
+    opreg__retire(reg, &t->retire, free_ptr, t);
     return OPREG_OK;
 }
 
@@ -54,7 +54,7 @@ static opreg_status reserve_record(struct opreg_registry *reg) {
     memcpy(g->items, v->items, n * sizeof(struct opreg_op *));
     atomic_init(&g->count, n);
     atomic_store_explicit(&reg->ops, g, memory_order_release);
-    opreg__retire(reg, free_ptr, v);
+    opreg__retire(reg, &v->retire, free_ptr, v);
     return OPREG_OK;
 }
 

@@ -47,21 +47,20 @@ void opreg__unlock(const struct opreg_registry *reg) {
     pthread_mutex_unlock((pthread_mutex_t *)&reg->lock);
 }
 
-void opreg__retire(struct opreg_registry *reg, void (*fn)(void *), void *ptr) {
+void opreg__retire(struct opreg_registry *reg, struct opreg__retired *node, void (*fn)(void *),
+                   void *ptr) {
     if (!ptr || !fn) return;
-    struct opreg__retired *r = malloc(sizeof *r);
-    if (!r) return; /* out of memory: keep it forever rather than free it early */
-    r->fn = fn;
-    r->ptr = ptr;
-    r->next = reg->retired;
-    reg->retired = r;
+    node->fn = fn;
+    node->ptr = ptr;
+    node->next = reg->retired;
+    reg->retired = node;
 }
 
+/* Each node lives in the object its function frees: read next first. */
 static void run_retired(struct opreg__retired *r) {
     while (r) {
         struct opreg__retired *next = r->next;
         r->fn(r->ptr);
-        free(r);
         r = next;
     }
 }
@@ -73,8 +72,9 @@ opreg_status opreg_registry_create(opreg_registry **out) {
     struct opreg_registry *reg = calloc(1, sizeof *reg);
     struct opreg__names *names = calloc(1, sizeof *names + 64 * sizeof(struct opreg__slot));
     struct opreg__opvec *ops = calloc(1, sizeof *ops + 64 * sizeof(struct opreg_op *));
-    if (!reg || !names || !ops || pthread_mutex_init(&reg->lock, NULL) != 0 ||
-        pthread_mutex_init(&reg->plugin_lock, NULL) != 0) {
+    bool locked = reg && names && ops && pthread_mutex_init(&reg->lock, NULL) == 0;
+    if (!locked || pthread_mutex_init(&reg->plugin_lock, NULL) != 0) {
+        if (locked) pthread_mutex_destroy(&reg->lock);
         free(reg);
         free(names);
         free(ops);
@@ -114,6 +114,7 @@ void opreg_registry_destroy(opreg_registry *reg) {
     free(ops);
     opreg__names_free(atomic_load_explicit(&reg->names, memory_order_relaxed));
     run_retired(reg->retired);
+    opreg__spares_trim(reg, true);
     opreg__plugins_reclaim(reg); /* after the kernels' release functions, which may be theirs */
     opreg__plugins_free(reg);
     pthread_mutex_destroy(&reg->plugin_lock);

@@ -117,15 +117,54 @@ static void free_table(void *p) {
     free(p);
 }
 
-opreg_status opreg__op_publish(struct opreg_op *op) {
+opreg_status opreg__spares_reserve(struct opreg_registry *reg, size_t extra) {
+    size_t want = opreg__spares_need(reg) + extra;
+    while (reg->nspares < want) {
+        struct opreg__table *t = malloc(sizeof *t);
+        if (!t) /* the tables made so far stay in the reserve: harmless */
+            return opreg__fail(OPREG_ERR_OUT_OF_MEMORY,
+                               "registry: out of memory for dispatch tables (%zu in reserve)",
+                               reg->nspares);
+        t->next_spare = reg->spares;
+        reg->spares = t;
+        reg->nspares++;
+    }
+    return OPREG_OK;
+}
+
+void opreg__spares_trim(struct opreg_registry *reg, bool all) {
+    size_t keep = all ? 0 : opreg__spares_need(reg);
+    while (reg->nspares > keep) {
+        struct opreg__table *t = reg->spares;
+        reg->spares = t->next_spare;
+        reg->nspares--;
+        free(t);
+    }
+}
+
+/* A table from the reserve. It is never empty when the accounting is right;
+ * should it be, a new table is tried, and failing that NULL (the op then
+ * keeps its table) rather than a crash. The fault-injection test checks that
+ * closes allocate nothing. */
+static struct opreg__table *take_spare(struct opreg_registry *reg) {
+    struct opreg__table *t = reg->spares;
+    if (t) {
+        reg->spares = t->next_spare;
+        reg->nspares--;
+    } else if (!(t = malloc(sizeof *t))) {
+        return NULL;
+    }
+    memset(t, 0, sizeof *t);
+    return t;
+}
+
+void opreg__op_publish(struct opreg_op *op) {
     struct opreg_registry *reg = op->reg;
     const struct opreg__table *next = &reg->undefined_table;
     struct opreg__table *t = NULL;
     if (op->schema) {
-        t = calloc(1, sizeof *t);
-        if (!t)
-            return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "%s: out of memory for its table",
-                               op->name);
+        t = take_spare(reg); /* the callers reserved it: see opreg__spares_need */
+        if (!t) return;
         t->plan = op->plan;
         t->defined = true;
         t->has_composite = op->composite != NULL;
@@ -151,15 +190,13 @@ opreg_status opreg__op_publish(struct opreg_op *op) {
     atomic_store_explicit(&op->table, &next->pub, memory_order_release);
     atomic_store_explicit(&op->state, t ? OPREG__STATE_DEFINED | t->kernel_mask : 0,
                           memory_order_release);
-    opreg__retire(reg, free_table, op->owned);
+    if (op->owned) opreg__retire(reg, &op->owned->retire, free_table, op->owned);
     op->owned = t;
-    return OPREG_OK;
 }
 
-opreg_status opreg__publish_all(struct opreg_registry *reg) {
+void opreg__publish_all(struct opreg_registry *reg) {
     struct opreg__opvec *v = atomic_load_explicit(&reg->ops, memory_order_relaxed);
     size_t n = atomic_load_explicit(&v->count, memory_order_relaxed);
     for (size_t i = 0; i < n; i++)
-        if (v->items[i]->schema) OPREG__TRY(opreg__op_publish(v->items[i]));
-    return OPREG_OK;
+        if (v->items[i]->schema) opreg__op_publish(v->items[i]);
 }
