@@ -52,6 +52,11 @@ struct key_slot {
     /* Every table a plugin key has had, newest first: a reader may still
      * hold an old one, so none is freed (there is one per load or unload). */
     struct plugin_table *tables;
+    /* The table its release will publish, made when it was claimed, so that
+     * a release cannot fail: the plugin's table, which points into code about
+     * to be unloaded, must not stay. */
+    struct plugin_table *release_stub;
+    char prev_why[256]; /* why it was unavailable before it was taken back */
 };
 
 struct plugin_table {
@@ -193,7 +198,12 @@ opreg_status opreg__key_claim(opreg_dispatch_key *out, const opreg_backend *back
     *out = OPREG_KEY_NONE;
     OPREG__TRY(check_table(backend));
     struct plugin_table *t = calloc(1, sizeof *t);
-    if (!t) return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "backend: out of memory");
+    struct plugin_table *stub = calloc(1, sizeof *stub);
+    if (!t || !stub) {
+        free(t);
+        free(stub);
+        return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "backend '%s': out of memory", backend->name);
+    }
     opreg_backend *copy = &t->b;
     pthread_mutex_lock(&key_lock);
     int n = atomic_load_explicit(&key_count, memory_order_relaxed);
@@ -204,29 +214,35 @@ opreg_status opreg__key_claim(opreg_dispatch_key *out, const opreg_backend *back
         if (b->device_type != backend->device_type) break; /* refused below, by register */
         t->prev = s->tables;
         s->tables = t;
+        memcpy(s->prev_why, s->why, sizeof s->prev_why);
         fill_slot_into(k, backend, copy, true);
         s->released = false;
+        s->release_stub = stub;
         pthread_mutex_unlock(&key_lock);
         *out = k;
         return OPREG_OK;
     }
     opreg_status st = register_locked(out, backend, copy);
-    if (st == OPREG_OK) keys[*out].tables = t;
+    if (st == OPREG_OK) {
+        keys[*out].tables = t;
+        keys[*out].release_stub = stub;
+        keys[*out].prev_why[0] = '\0';
+    }
     pthread_mutex_unlock(&key_lock);
-    if (st != OPREG_OK) free(t);
+    if (st != OPREG_OK) {
+        free(t);
+        free(stub);
+    }
     return st;
 }
 
-void opreg__key_release(opreg_dispatch_key key, const char *why) {
-    if (key < 0 || key >= opreg_key_count() || !keys[key].plugin) return;
-    struct plugin_table *t = calloc(1, sizeof *t);
-    opreg_backend *stub = t ? &t->b : NULL;
-    pthread_mutex_lock(&key_lock);
-    struct key_slot *s = &keys[key];
+/* Publish the stub made at claim time: no allocation, so no failure. */
+static void release_locked(struct key_slot *s, int key) {
+    struct plugin_table *t = s->release_stub;
     const opreg_backend *old = atomic_load_explicit(&s->backend, memory_order_relaxed);
     atomic_fetch_and(&opreg__avail_mask, ~(1u << key));
-    snprintf(s->why, sizeof s->why, "%s", why);
-    if (stub) { /* out of memory: the old table stays, marked unavailable */
+    if (t) {
+        opreg_backend *stub = &t->b;
         stub->struct_size = sizeof *stub;
         stub->abi_version = OPREG_BACKEND_ABI_VERSION;
         stub->name = s->display;
@@ -236,9 +252,30 @@ void opreg__key_release(opreg_dispatch_key key, const char *why) {
         stub->is_available = released_available;
         t->prev = s->tables;
         s->tables = t;
+        s->release_stub = NULL;
         atomic_store_explicit(&s->backend, stub, memory_order_release);
     }
     s->released = true;
+}
+
+void opreg__key_release(opreg_dispatch_key key, const char *why) {
+    if (key < 0 || key >= opreg_key_count() || !keys[key].plugin) return;
+    pthread_mutex_lock(&key_lock);
+    struct key_slot *s = &keys[key];
+    snprintf(s->why, sizeof s->why, "%s", why);
+    release_locked(s, key);
+    pthread_mutex_unlock(&key_lock);
+}
+
+void opreg__key_unclaim(opreg_dispatch_key key, const char *why) {
+    if (key < 0 || key >= opreg_key_count() || !keys[key].plugin) return;
+    pthread_mutex_lock(&key_lock);
+    struct key_slot *s = &keys[key];
+    if (s->prev_why[0])
+        memcpy(s->why, s->prev_why, sizeof s->why);
+    else
+        snprintf(s->why, sizeof s->why, "%s", why);
+    release_locked(s, key);
     pthread_mutex_unlock(&key_lock);
 }
 

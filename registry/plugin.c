@@ -39,12 +39,20 @@ struct opreg_plugin {
     opreg_library **libs;
     size_t nlibs, cap_libs;
     opreg_host host; /* the table lent to this plugin */
+    struct opreg_plugin *next_gone;
 };
 
 struct opreg__plugin_list {
     size_t count, cap;
     struct opreg_plugin **items;
+    /* Loads that ran out of memory after init ran: off the list, as if never
+     * tried, but their fini and dlclose still wait for reclaim. */
+    struct opreg_plugin *gone;
 };
+
+/* A refusal's reason is written into room made with the record, so that
+ * recording it cannot fail. */
+#define REASON_CAP 4096
 
 static char *dup_str(const char *s) {
     size_t n = strlen(s) + 1;
@@ -74,16 +82,10 @@ static opreg_status host_library_create(opreg_library **out, opreg_plugin *p,
             p->cap_libs = cap;
         }
     }
-    if (st == OPREG_OK) st = opreg_library_create(&lib, p->reg, kind, ns, default_key, p->where, 0);
+    /* Registrations name the plugin, not a source line. */
+    if (st == OPREG_OK)
+        st = opreg__library_create_where(&lib, p->reg, kind, ns, default_key, p->where);
     if (st == OPREG_OK) {
-        /* Registrations name the plugin, not a source line. */
-        char *where = dup_str(p->where);
-        if (where) {
-            opreg__lock(p->reg);
-            free(lib->where);
-            lib->where = where;
-            opreg__unlock(p->reg);
-        }
         lib->plugin = p;
         p->libs[p->nlibs++] = lib;
         *out = lib;
@@ -209,7 +211,7 @@ static struct opreg_plugin *new_record(struct opreg_registry *reg, const char *p
     p->path = dup_str(path);
     p->name = dup_str("");
     p->version = dup_str("");
-    p->reason = dup_str("");
+    p->reason = calloc(1, REASON_CAP);
     p->where = dup_str(path);
     if (!p->path || !p->name || !p->version || !p->reason || !p->where) {
         free(p->path);
@@ -230,6 +232,36 @@ oom:
     return NULL;
 }
 
+static void free_record(struct opreg_plugin *p) {
+    free(p->path);
+    free(p->name);
+    free(p->version);
+    free(p->reason);
+    free(p->where);
+    free(p->libs);
+    pthread_mutex_destroy(&p->libs_lock);
+    free(p);
+}
+
+/* A load that ran out of memory leaves no record, so the list stays as it
+ * was (a refusal for any other reason is recorded, to say why). If its init
+ * ran, its fini and dlclose still wait for reclaim, off the list. */
+static void drop_record(struct opreg_registry *reg, struct opreg_plugin *p) {
+    struct opreg__plugin_list *l = reg->plugins;
+    size_t i = l->count;
+    while (i > 0 && l->items[i - 1] != p) /* the newest: the attempt added it */
+        i--;
+    if (i == 0) return;
+    memmove(l->items + i - 1, l->items + i, (l->count - i) * sizeof *l->items);
+    l->count--;
+    if (p->pending) {
+        p->next_gone = l->gone;
+        l->gone = p;
+    } else {
+        free_record(p);
+    }
+}
+
 /* Replace *dst by a copy of @p s; false, keeping the old text, when memory
  * runs out. */
 static bool set_str(char **dst, const char *s) {
@@ -246,7 +278,7 @@ static opreg_status refuse(struct opreg_plugin *p, opreg_status st) {
     /* Code that was unloaded must leave no pointer into it behind; code
      * whose init ran stays mapped until reclaim, for its fini. */
     if (!p->pending) memset(&p->desc, 0, sizeof p->desc);
-    set_str(&p->reason, opreg_last_error());
+    snprintf(p->reason, REASON_CAP, "%s", opreg_last_error());
     return st;
 }
 
@@ -383,8 +415,9 @@ static opreg_status run_entry(struct opreg_plugin *p, void *h, opreg_plugin_entr
      * what the messages need is copied into the record first. */
     opreg_status st = check_desc(p, d);
     if (st != OPREG_OK) {
-        if (d->struct_size >= offsetof(opreg_plugin_desc, name) + sizeof d->name && d->name)
-            set_str(&p->name, d->name);
+        if (d->struct_size >= offsetof(opreg_plugin_desc, name) + sizeof d->name && d->name &&
+            !set_str(&p->name, d->name))
+            st = opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "plugin %s: out of memory", p->path);
         unmap(h);
         return refuse(p, st);
     }
@@ -430,7 +463,10 @@ static opreg_status run_entry(struct opreg_plugin *p, void *h, opreg_plugin_entr
         if (key != OPREG_KEY_NONE) {
             char why[160];
             snprintf(why, sizeof why, "plugin '%s' failed to initialise", p->name);
-            opreg__key_release(key, why);
+            if (st == OPREG_ERR_OUT_OF_MEMORY)
+                opreg__key_unclaim(key, why); /* as it was before the attempt */
+            else
+                opreg__key_release(key, why);
         }
         p->pending = true; /* a call may have reached a kernel meanwhile */
         return refuse(p, st);
@@ -451,6 +487,7 @@ static opreg_status load(opreg_plugin **out, opreg_registry *reg, const char *pa
     struct opreg_plugin *p = new_record(reg, path);
     opreg_status st = p ? load_locked(p, entry, host_size, host_version)
                         : opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "opreg_plugin_load: out of memory");
+    if (p && st == OPREG_ERR_OUT_OF_MEMORY) drop_record(reg, p);
     pthread_mutex_unlock(&reg->plugin_lock);
     if (st == OPREG_OK && out) *out = p;
     return st;
@@ -498,34 +535,33 @@ void opreg__plugins_unload_all(struct opreg_registry *reg) {
         opreg_plugin_unload(l->items[i]);
 }
 
+static void reclaim_one(struct opreg_plugin *p) {
+    if (!p->pending) return;
+    if (p->desc.fini) p->desc.fini(p->user);
+    p->user = NULL;
+    if (p->handle) dlclose(p->handle);
+    p->handle = NULL;
+    p->pending = false;
+}
+
 /* Under plugin_lock, after the retired list has run. */
 void opreg__plugins_reclaim(struct opreg_registry *reg) {
     struct opreg__plugin_list *l = reg->plugins;
-    for (size_t i = 0; l && i < l->count; i++) {
-        struct opreg_plugin *p = l->items[i];
-        if (!p->pending) continue;
-        if (p->desc.fini) p->desc.fini(p->user);
-        p->user = NULL;
-        if (p->handle) dlclose(p->handle);
-        p->handle = NULL;
-        p->pending = false;
+    for (size_t i = 0; l && i < l->count; i++)
+        reclaim_one(l->items[i]);
+    while (l && l->gone) {
+        struct opreg_plugin *p = l->gone;
+        l->gone = p->next_gone;
+        reclaim_one(p);
+        free_record(p);
     }
 }
 
 void opreg__plugins_free(struct opreg_registry *reg) {
     struct opreg__plugin_list *l = reg->plugins;
     if (!l) return;
-    for (size_t i = 0; i < l->count; i++) {
-        struct opreg_plugin *p = l->items[i];
-        free(p->path);
-        free(p->name);
-        free(p->version);
-        free(p->reason);
-        free(p->where);
-        free(p->libs);
-        pthread_mutex_destroy(&p->libs_lock);
-        free(p);
-    }
+    for (size_t i = 0; i < l->count; i++)
+        free_record(l->items[i]);
     free(l->items);
     free(l);
     reg->plugins = NULL;
@@ -572,8 +608,9 @@ static bool loaded_from(struct opreg_registry *reg, const char *path) {
     return found;
 }
 
-/* Load the *.so files of one folder, in name order. */
-static size_t load_dir(struct opreg_registry *reg, const char *dir, size_t len) {
+/* Load the *.so files of one folder, in name order. Out of memory for the
+ * folder's listing (nothing of it is loaded then) or for a load sets *oom. */
+static size_t load_dir(struct opreg_registry *reg, const char *dir, size_t len, bool *oom) {
     char path[4096];
     if (len == 0 || len >= sizeof path - 2) return 0;
     memcpy(path, dir, len);
@@ -588,19 +625,33 @@ static size_t load_dir(struct opreg_registry *reg, const char *dir, size_t len) 
         if (n == cap) {
             size_t c = cap ? 2 * cap : 8;
             char **v = realloc(names, c * sizeof *v);
-            if (!v) break;
+            if (!v) {
+                *oom = true;
+                break;
+            }
             names = v;
             cap = c;
         }
-        if ((names[n] = dup_str(e->d_name)) != NULL) n++;
+        if ((names[n] = dup_str(e->d_name)) == NULL) {
+            *oom = true;
+            break;
+        }
+        n++;
     }
     closedir(d);
+    if (*oom) { /* a partial listing would load a different set, in another order */
+        for (size_t i = 0; i < n; i++)
+            free(names[i]);
+        n = 0;
+    }
     if (n) qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n; i++) {
         int w = snprintf(path, sizeof path, "%.*s/%s", (int)len, dir, names[i]);
-        if (w > 0 && (size_t)w < sizeof path && !loaded_from(reg, path) &&
-            opreg_plugin_load(NULL, reg, path) == OPREG_OK)
-            loaded++;
+        if (w > 0 && (size_t)w < sizeof path && !loaded_from(reg, path)) {
+            opreg_status st = opreg_plugin_load(NULL, reg, path);
+            if (st == OPREG_OK) loaded++;
+            if (st == OPREG_ERR_OUT_OF_MEMORY) *oom = true;
+        }
         free(names[i]);
     }
     free(names);
@@ -612,17 +663,25 @@ opreg_status opreg_plugin_load_search(opreg_registry *reg, size_t *loaded) {
     if (!reg)
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_plugin_load_search: reg is NULL");
     size_t count = 0;
+    bool oom = false;
     const char *env = getenv("OPREG_PLUGIN_PATH");
     for (const char *s = env; s && *s;) {
         const char *colon = strchr(s, ':');
         size_t len = colon ? (size_t)(colon - s) : strlen(s);
-        count += load_dir(reg, s, len);
+        count += load_dir(reg, s, len, &oom);
         s = colon ? colon + 1 : s + len;
     }
     const char *dir = opreg_plugin_dir();
-    count += load_dir(reg, dir, strlen(dir));
+    count += load_dir(reg, dir, strlen(dir), &oom);
     opreg_clear_error();
     if (loaded) *loaded = count;
+    /* A refusal is in the list, with its reason; a load that ran out of
+     * memory is not, so it is reported here. */
+    if (oom)
+        return opreg__fail(OPREG_ERR_OUT_OF_MEMORY,
+                           "opreg_plugin_load_search: out of memory: some plugins were neither "
+                           "loaded nor recorded (%zu loaded)",
+                           count);
     return OPREG_OK;
 }
 

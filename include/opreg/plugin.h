@@ -256,7 +256,10 @@ OPREG_API void opreg_plugin_unload(opreg_plugin *plugin);
 /// that does not exist is skipped; each failed load is recorded as refused
 /// and does not stop the search. `*loaded` (if not NULL) receives the
 /// number loaded. The process-default registry does this once, when it is
-/// created. @return ::OPREG_OK, ::OPREG_ERR_INVALID_ARGUMENT.
+/// created. @return ::OPREG_OK, ::OPREG_ERR_INVALID_ARGUMENT, or
+/// ::OPREG_ERR_OUT_OF_MEMORY when memory ran out for a folder's listing or a
+/// load (that folder or plugin is neither loaded nor recorded; the rest of
+/// the search still runs, and what it loaded stays loaded).
 OPREG_API opreg_status opreg_plugin_load_search(opreg_registry *reg, size_t *loaded);
 
 /// The installed plugin folder: `opreg/plugins` beside the libopreg.so that
