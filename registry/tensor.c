@@ -4,6 +4,7 @@
  * opreg_tensor_free() needs nothing else. */
 #include "registry/internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,11 +144,15 @@ opreg_status opreg_tensor_empty(DLTensor **out, DLDevice device, opreg_dtype dty
     const opreg_backend *be = opreg_key_backend(k);
     if (be->alloc) {
         size_t n = (size_t)opreg_tensor_numel(&b->t) * elem;
+        opreg_clear_error(); /* what the backend says, if anything, goes in the message */
         opreg_status st = be->alloc(be->context, &b->alloc, n, device.device_id);
         if (st != OPREG_OK) {
+            char said[1024];
+            snprintf(said, sizeof said, "%s", opreg_last_error());
             free(b);
-            return opreg__fail(st, "opreg_tensor_empty: backend %s could not allocate %zu bytes",
-                               opreg_key_name(k), n);
+            return opreg__fail(st,
+                               "opreg_tensor_empty: backend %s could not allocate %zu bytes%s%s",
+                               opreg_key_name(k), n, said[0] ? ": " : "", said);
         }
         b->backend = be;
         b->bytes = n;

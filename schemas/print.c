@@ -404,7 +404,10 @@ char *opreg_schema_to_string(const opreg_schema *schema, opreg_schema_style styl
     if (!schema) return NULL;
     size_t n = opreg_schema_format(schema, style, NULL, 0);
     char *s = malloc(n + 1);
-    if (!s) return NULL;
+    if (!s) {
+        opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "opreg_schema_to_string: out of memory");
+        return NULL;
+    }
     opreg_schema_format(schema, style, s, n + 1);
     return s;
 }

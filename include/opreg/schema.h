@@ -128,7 +128,8 @@ OPREG_API size_t opreg_schema_format(const opreg_schema *schema, opreg_schema_st
                                      char *buf, size_t cap);
 
 /// Print @p schema into a new NUL-terminated string, which the caller owns and
-/// releases with opreg_string_free(). NULL only when out of memory.
+/// releases with opreg_string_free(). NULL only when out of memory (the last
+/// error then says so).
 OPREG_API char *opreg_schema_to_string(const opreg_schema *schema, opreg_schema_style style);
 
 /// Release a string returned by opreg. NULL is a no-op.
