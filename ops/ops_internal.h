@@ -172,6 +172,11 @@ opreg_status opreg__chk_contig(const char *op, const char *arg, const opreg_tens
 /* The last dim has stride 1 and the leading dims collapse into one dim of
  * rows with stride opreg__stride(t, ndim - 2). */
 opreg_status opreg__chk_rows(const char *op, const char *arg, const opreg_tensor *t);
+/* A paged cache [num_blocks, ...]: each block is dense (dims 1.. are
+ * contiguous), and the blocks lie opreg__block_stride(t) elements apart, at
+ * least a block's size, so that views such as kv[:, 0] of a combined
+ * [num_blocks, 2, ...] cache are accepted. */
+opreg_status opreg__chk_blocks(const char *op, const char *arg, const opreg_tensor *t);
 opreg_status opreg__chk_same_dtype(const char *op, const char *arg, const opreg_tensor *t,
                                    const char *ref_arg, const opreg_tensor *ref);
 opreg_status opreg__chk_same_shape(const char *op, const char *arg, const opreg_tensor *t,
@@ -192,5 +197,9 @@ opreg_status opreg__chk_cpu(const char *op, const char *arg, const opreg_tensor 
 /* Rows of a tensor checked by opreg__chk_rows: count and row stride. */
 int64_t opreg__rows(const opreg_tensor *t);
 int64_t opreg__row_stride(const opreg_tensor *t);
+/* Elements of one block of a cache checked by opreg__chk_blocks, and the
+ * distance between two blocks, in elements. */
+int64_t opreg__block_numel(const opreg_tensor *t);
+int64_t opreg__block_stride(const opreg_tensor *t);
 
 #endif

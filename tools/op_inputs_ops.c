@@ -123,9 +123,15 @@ static void build_rotary_common(op_builder *b, bool batched) {
             opb_set(cache, p * rot + i, cos(theta));
             opb_set(cache, p * rot + rot / 2 + i, sin(theta));
         }
+    /* query and key as slices of a fused QKV tensor (row_pad), in the
+     * [T, heads * head_size] or (qk_3d=1) the [T, heads, head_size] form */
+    int64_t pad = opb_count(b, "row_pad", 0);
+    bool three_d = opb_flag(b, "qk_3d", false);
     opb_arg_tensor(b, pos);
-    opb_arg_tensor(b, rnd(b, dt, -1, 1, DIMS(t, nh * hs)));
-    opb_arg_tensor(b, rnd(b, dt, -1, 1, DIMS(t, nkv * hs)));
+    opb_arg_tensor(b, three_d ? rnd_tokens(b, dt, t, nh, hs, pad)
+                              : rnd_rows(b, dt, -1, 1, t, nh * hs, pad));
+    opb_arg_tensor(b, three_d ? rnd_tokens(b, dt, t, nkv, hs, pad)
+                              : rnd_rows(b, dt, -1, 1, t, nkv * hs, pad));
     opb_arg(b, opreg_int_value(hs));
     opb_arg_tensor(b, cache);
     opb_arg(b, opreg_bool_value(neox));
@@ -144,7 +150,7 @@ static void build_batched_rotary_embedding(op_builder *b) {
 /* The KV cache sizes shared by the cache ops; x = 16 bytes of elements. */
 typedef struct kv_sizes {
     int64_t t, h, d, nb, bs, x;
-    bool fp8;
+    bool fp8, split;
     opreg_dtype cache_dt;
 } kv_sizes;
 
@@ -156,10 +162,34 @@ static kv_sizes kv_dims(op_builder *b, bool tokens, bool fp8_ok) {
     k.nb = opb_dim(b, "blocks", 64);
     k.bs = opb_dim(b, "block_size", 16);
     k.fp8 = fp8_ok && opb_flag(b, "kv_fp8", false);
+    k.split = opb_flag(b, "kv_split", false);
     k.cache_dt = k.fp8 ? OPREG_DTYPE_F8_E4M3FN : opb_dtype(b);
     k.x = 16 / (int64_t)opreg_dtype_size(k.cache_dt);
     if (k.d % k.x) opb_fail(b, "head_size must be a multiple of %lld", (long long)k.x);
     return k;
+}
+
+/* A cache of @p ndim dims [blocks, ...] (random when @p fill, else zeros).
+ * With kv_split=1 it is half @p half of a combined [blocks, 2, ...] cache,
+ * as kv[:, 0] and kv[:, 1] of vLLM's combined KV cache: each block dense,
+ * blocks twice a block's size apart. */
+static DLTensor *cache(op_builder *b, const kv_sizes *k, const int64_t *shape, int ndim, int half,
+                       bool fill) {
+    DLTensor *c;
+    if (!k->split) {
+        c = opb_tensor(b, k->cache_dt, ndim, shape);
+    } else {
+        int64_t strides[5], block = 1;
+        for (int d = ndim - 1; d >= 1; d--) {
+            strides[d] = block;
+            block *= shape[d];
+        }
+        strides[0] = 2 * block;
+        c = opb_tensor_strided(b, k->cache_dt, ndim, shape, strides, 2 * block * shape[0]);
+        if (c && half) c->byte_offset = (uint64_t)block * opreg_dtype_size(k->cache_dt);
+    }
+    if (fill) opb_fill(b, c, -1, 1);
+    return c;
 }
 
 /* slot_mapping [T]: distinct slots of the cache, every 8th token padding (-1). */
@@ -179,8 +209,8 @@ static void build_reshape_and_cache(op_builder *b) {
     int64_t pad = opb_count(b, "row_pad", 0);
     opb_arg_tensor(b, rnd_tokens(b, dt, k.t, k.h, k.d, pad));
     opb_arg_tensor(b, rnd_tokens(b, dt, k.t, k.h, k.d, pad));
-    opb_arg_tensor(b, zeros(b, k.cache_dt, DIMS(k.nb, k.h, k.d / k.x, k.bs, k.x)));
-    opb_arg_tensor(b, zeros(b, k.cache_dt, DIMS(k.nb, k.h, k.d, k.bs)));
+    opb_arg_tensor(b, cache(b, &k, DIMS(k.nb, k.h, k.d / k.x, k.bs, k.x), 0, false));
+    opb_arg_tensor(b, cache(b, &k, DIMS(k.nb, k.h, k.d, k.bs), 1, false));
     opb_arg_tensor(b, slots(b, &k));
     opb_arg_str(b, k.fp8 ? "fp8" : "auto");
     opb_arg(b, opreg_float_value(k.fp8 ? 0.02 : 1.0));
@@ -192,8 +222,8 @@ static void build_reshape_and_cache_flash(op_builder *b) {
     int64_t pad = opb_count(b, "row_pad", 0);
     opb_arg_tensor(b, rnd_tokens(b, dt, k.t, k.h, k.d, pad));
     opb_arg_tensor(b, rnd_tokens(b, dt, k.t, k.h, k.d, pad));
-    opb_arg_tensor(b, zeros(b, k.cache_dt, DIMS(k.nb, k.bs, k.h, k.d)));
-    opb_arg_tensor(b, zeros(b, k.cache_dt, DIMS(k.nb, k.bs, k.h, k.d)));
+    opb_arg_tensor(b, cache(b, &k, DIMS(k.nb, k.bs, k.h, k.d), 0, false));
+    opb_arg_tensor(b, cache(b, &k, DIMS(k.nb, k.bs, k.h, k.d), 1, false));
     opb_arg_tensor(b, slots(b, &k));
     opb_arg_str(b, k.fp8 ? "fp8" : "auto");
 }
@@ -220,8 +250,8 @@ static void build_copy_blocks(op_builder *b) {
     DLTensor *kc[8], *vc[8];
     if (layers > 8) opb_fail(b, "layers must be <= 8");
     for (int64_t l = 0; l < layers && !opb_failed(b); l++) {
-        kc[l] = rnd(b, k.cache_dt, -1, 1, DIMS(k.nb, k.h, k.d / k.x, k.bs, k.x));
-        vc[l] = rnd(b, k.cache_dt, -1, 1, DIMS(k.nb, k.h, k.d, k.bs));
+        kc[l] = cache(b, &k, DIMS(k.nb, k.h, k.d / k.x, k.bs, k.x), 0, true);
+        vc[l] = cache(b, &k, DIMS(k.nb, k.h, k.d, k.bs), 1, true);
     }
     if (opb_failed(b)) return;
     opb_arg_list(b, kc, (size_t)layers);
@@ -232,8 +262,8 @@ static void build_copy_blocks(op_builder *b) {
 static void build_swap_blocks(op_builder *b) {
     kv_sizes k = kv_dims(b, false, false);
     int64_t pairs = opb_count(b, "pairs", 8);
-    opb_arg_tensor(b, rnd(b, k.cache_dt, -1, 1, DIMS(k.nb, k.bs, k.h, k.d)));
-    opb_arg_tensor(b, zeros(b, k.cache_dt, DIMS(k.nb, k.bs, k.h, k.d)));
+    opb_arg_tensor(b, cache(b, &k, DIMS(k.nb, k.bs, k.h, k.d), 0, true));
+    opb_arg_tensor(b, cache(b, &k, DIMS(k.nb, k.bs, k.h, k.d), 1, false));
     opb_arg_tensor(b, block_pairs(b, pairs, k.nb, k.nb, false));
 }
 
@@ -316,8 +346,8 @@ static void build_paged_attention_v1(op_builder *b) {
         opb_set(slopes, h, -pow(2.0, -8.0 * (double)(h + 1) / (double)hq));
     opb_arg_tensor(b, zeros(b, dt, DIMS(s, hq, k.d)));
     opb_arg_tensor(b, rnd(b, dt, -1, 1, DIMS(s, hq, k.d)));
-    opb_arg_tensor(b, rnd(b, k.cache_dt, -1, 1, DIMS(k.nb, k.h, k.d / k.x, k.bs, k.x)));
-    opb_arg_tensor(b, rnd(b, k.cache_dt, -1, 1, DIMS(k.nb, k.h, k.d, k.bs)));
+    opb_arg_tensor(b, cache(b, &k, DIMS(k.nb, k.h, k.d / k.x, k.bs, k.x), 0, true));
+    opb_arg_tensor(b, cache(b, &k, DIMS(k.nb, k.h, k.d, k.bs), 1, true));
     opb_arg(b, opreg_int_value(k.h));
     opb_arg(b, opreg_float_value(1.0 / sqrt((double)k.d)));
     opb_arg_tensor(b, tables);

@@ -16,15 +16,17 @@ struct caches {
 
 template <bool VEC>
 __global__ void copy_blocks_kernel(caches c, const int64_t *mapping, int64_t pairs,
-                                   int64_t key_bytes, int64_t value_bytes, int64_t blocks) {
+                                   int64_t key_bytes, int64_t key_step, int64_t value_bytes,
+                                   int64_t value_step, int64_t blocks) {
     const int kv = blockIdx.y;
     const int64_t bytes = kv == 0 ? key_bytes : value_bytes;
+    const int64_t step = kv == 0 ? key_step : value_step;
     char *base = (char *)c.p[kv][blockIdx.x];
     for (int64_t i = 0; i < pairs; i++) {
         int64_t s = mapping[2 * i], d = mapping[2 * i + 1];
         if (s < 0 || d < 0 || s >= blocks || d >= blocks || s == d) continue;
-        const char *src = base + s * bytes;
-        char *dst = base + d * bytes;
+        const char *src = base + s * step;
+        char *dst = base + d * step;
         if (VEC) {
             for (int64_t j = threadIdx.x; j < bytes / 16; j += blockDim.x)
                 reinterpret_cast<uint4 *>(dst)[j] = reinterpret_cast<const uint4 *>(src)[j];
@@ -41,10 +43,12 @@ __global__ void copy_blocks_kernel(caches c, const int64_t *mapping, int64_t pai
 extern "C" opreg_status opreg__cuda_copy_blocks(void *const *key_caches, void *const *value_caches,
                                                 int64_t layers, const int64_t *mapping,
                                                 int64_t pairs, int64_t key_block_bytes,
-                                                int64_t value_block_bytes, int64_t num_blocks,
+                                                int64_t key_block_step, int64_t value_block_bytes,
+                                                int64_t value_block_step, int64_t num_blocks,
                                                 void *stream) {
     if (pairs == 0 || layers == 0) return OPREG_OK;
-    bool vec = key_block_bytes % 16 == 0 && value_block_bytes % 16 == 0;
+    bool vec = key_block_bytes % 16 == 0 && value_block_bytes % 16 == 0 &&
+               key_block_step % 16 == 0 && value_block_step % 16 == 0;
     for (int64_t l = 0; l < layers; l++)
         vec = vec && opreg_cuda::aligned16(key_caches[l]) && opreg_cuda::aligned16(value_caches[l]);
     for (int64_t first = 0; first < layers; first += LAYERS) {
@@ -58,10 +62,12 @@ extern "C" opreg_status opreg__cuda_copy_blocks(void *const *key_caches, void *c
         cudaStream_t s = (cudaStream_t)stream;
         if (vec)
             copy_blocks_kernel<true><<<grid, 256, 0, s>>>(c, mapping, pairs, key_block_bytes,
-                                                          value_block_bytes, num_blocks);
+                                                          key_block_step, value_block_bytes,
+                                                          value_block_step, num_blocks);
         else
             copy_blocks_kernel<false><<<grid, 256, 0, s>>>(c, mapping, pairs, key_block_bytes,
-                                                           value_block_bytes, num_blocks);
+                                                           key_block_step, value_block_bytes,
+                                                           value_block_step, num_blocks);
         OPREG__CUDA_TRY_LAUNCH("_C::copy_blocks", "copy_blocks_kernel");
     }
     return OPREG_OK;

@@ -68,11 +68,12 @@ opreg_status opreg__cuda_gelu_new(void *out, const void *in, int64_t n, int dt, 
 opreg_status opreg__cuda_gelu_fast(void *out, const void *in, int64_t n, int dt, void *stream);
 opreg_status opreg__cuda_gelu_quick(void *out, const void *in, int64_t n, int dt, void *stream);
 
-/* Rotary embedding, in place. q_row/k_row: elements of one token; a token
- * whose cache row (pos + offset) is outside 0..cache_rows-1 is left as it is. */
+/* Rotary embedding, in place. q_row/k_row: elements of one token, dense;
+ * q_stride/k_stride: elements from one token to the next; a token whose
+ * cache row (pos + offset) is outside 0..cache_rows-1 is left as it is. */
 typedef struct opreg__cuda_rotary_args {
     const int64_t *positions, *offsets; /* offsets: NULL unless batched */
-    int64_t tokens, q_row, k_row, head_size, rot_dim, cache_rows;
+    int64_t tokens, q_row, k_row, q_stride, k_stride, head_size, rot_dim, cache_rows;
     void *query, *key;
     const void *cache;
     int is_neox, dt;
@@ -86,6 +87,7 @@ typedef struct opreg__cuda_cache_args {
     const void *key, *value;
     int64_t key_stride, value_stride; /* token strides, elements */
     void *key_cache, *value_cache;
+    int64_t key_block_stride, value_block_stride; /* the caches' dim 0, elements */
     const int64_t *slots;
     int64_t tokens, heads, head_size, x, block_size, num_slots;
     int dt, kind;
@@ -95,13 +97,16 @@ opreg_status opreg__cuda_reshape_and_cache(const opreg__cuda_cache_args *a, void
 opreg_status opreg__cuda_reshape_and_cache_flash(const opreg__cuda_cache_args *a, void *stream);
 
 /* copy_blocks: every layer's key and value cache, pairs in order. */
+/* Blocks are *_block_bytes long and *_block_step bytes apart. */
 opreg_status opreg__cuda_copy_blocks(void *const *key_caches, void *const *value_caches,
                                      int64_t layers, const int64_t *mapping, int64_t pairs,
-                                     int64_t key_block_bytes, int64_t value_block_bytes,
+                                     int64_t key_block_bytes, int64_t key_block_step,
+                                     int64_t value_block_bytes, int64_t value_block_step,
                                      int64_t num_blocks, void *stream);
 /* swap_blocks: mapping in host memory, checked; one cudaMemcpyAsync a pair. */
-opreg_status opreg__cuda_swap_blocks(void *dst, const void *src, const int64_t *mapping,
-                                     int64_t pairs, int64_t block_bytes, void *stream);
+opreg_status opreg__cuda_swap_blocks(void *dst, int64_t dst_step, const void *src, int64_t src_step,
+                                     const int64_t *mapping, int64_t pairs, int64_t block_bytes,
+                                     void *stream);
 
 /* Quantisation over n contiguous elements; scale in device memory. */
 opreg_status opreg__cuda_static_scaled_fp8_quant(void *out, const void *in, int64_t n,
@@ -129,6 +134,7 @@ typedef struct opreg__cuda_attention_args {
     const int32_t *block_tables, *seq_lens;
     const float *alibi; /* NULL: none */
     int64_t seqs, heads, kv_heads, head_size, x, block_size, max_seq_len, max_blocks, num_blocks;
+    int64_t key_block_stride, value_block_stride; /* the caches' dim 0, elements */
     float scale, kv_scale;
     int dt, kind;
 } opreg__cuda_attention_args;

@@ -49,10 +49,10 @@ __global__ void attention_kernel(opreg__cuda_attention_args a, float *logits) {
             if (blk >= 0 && blk < a.num_blocks) {
                 float dot = 0.0f;
                 for (int64_t i = 0; i < D; i++)
-                    dot += q[i] * cache_ld<T>(
-                                      a.key_cache,
-                                      opreg__kcache_index(blk, kvh, a.kv_heads, i, D, a.x, off, bs),
-                                      a.kind, a.kv_scale);
+                    dot += q[i] * cache_ld<T>(a.key_cache,
+                                              opreg__kcache_index(blk, a.key_block_stride, kvh, i,
+                                                                  D, a.x, off, bs),
+                                              a.kind, a.kv_scale);
                 v = a.scale * dot + slope * (float)(j - L + 1);
             }
             lg[j] = v;
@@ -75,9 +75,10 @@ __global__ void attention_kernel(opreg__cuda_attention_args a, float *logits) {
                 float p = lg[j];
                 if (p == 0.0f) continue; /* also every dropped token */
                 int64_t blk = table[j / bs], off = j % bs;
-                acc += p * cache_ld<T>(a.value_cache,
-                                       opreg__vcache_index(blk, kvh, a.kv_heads, i, D, off, bs),
-                                       a.kind, a.kv_scale);
+                acc += p * cache_ld<T>(
+                               a.value_cache,
+                               opreg__vcache_index(blk, a.value_block_stride, kvh, i, D, off, bs),
+                               a.kind, a.kv_scale);
             }
             orow[i] = opreg_cuda::from_f32<T>(sum > 0.0f ? acc / sum : 0.0f);
         }

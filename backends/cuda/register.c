@@ -144,6 +144,8 @@ static opreg__cuda_rotary_args rotary_args(const opreg_value *args, const opreg_
     a.tokens = opreg__numel(pos);
     a.q_row = a.tokens ? opreg__numel(q) / a.tokens : 0;
     a.k_row = a.tokens ? opreg__numel(k) / a.tokens : 0;
+    a.q_stride = opreg__rotary_token_stride(q, pos);
+    a.k_stride = opreg__rotary_token_stride(k, pos);
     a.head_size = IV(3);
     a.rot_dim = cache->shape[1];
     a.cache_rows = cache->shape[0];
@@ -177,6 +179,8 @@ static opreg__cuda_cache_args cache_args(const opreg_value *args) {
     a.value_stride = opreg__stride(value, 0);
     a.key_cache = opreg__ptr(kc);
     a.value_cache = opreg__ptr(TS(3));
+    a.key_block_stride = opreg__block_stride(kc);
+    a.value_block_stride = opreg__block_stride(TS(3));
     a.slots = opreg__ptr(slots);
     a.tokens = slots->shape[0];
     a.heads = key->shape[1];
@@ -205,9 +209,13 @@ CUDA_KERNEL(reshape_and_cache_flash, 0, "key") {
     return opreg__cuda_reshape_and_cache_flash(&a, stream);
 }
 
+/* The bytes of one block of a cache, and the distance between two. */
 static int64_t block_bytes(const opreg_tensor *t) {
-    return (t->shape[0] ? opreg__numel(t) / t->shape[0] : 0) *
-           (int64_t)opreg__dtype_bytes(opreg__dtype_of(t));
+    return opreg__block_numel(t) * (int64_t)opreg__dtype_bytes(opreg__dtype_of(t));
+}
+
+static int64_t block_step(const opreg_tensor *t) {
+    return opreg__block_stride(t) * (int64_t)opreg__dtype_bytes(opreg__dtype_of(t));
 }
 
 #define MAX_LAYERS 1024
@@ -228,7 +236,8 @@ CUDA_KERNEL(copy_blocks, 2, "block_mapping") {
     }
     int64_t blocks = kc[0]->shape[0] < vc[0]->shape[0] ? kc[0]->shape[0] : vc[0]->shape[0];
     return opreg__cuda_copy_blocks(kp, vp, (int64_t)layers, opreg__ptr(TS(2)), TS(2)->shape[0],
-                                   block_bytes(kc[0]), block_bytes(vc[0]), blocks, stream);
+                                   block_bytes(kc[0]), block_step(kc[0]), block_bytes(vc[0]),
+                                   block_step(vc[0]), blocks, stream);
 }
 
 /* swap_blocks copies between host and device: its kernel is registered
@@ -237,8 +246,9 @@ CUDA_KERNEL(copy_blocks, 2, "block_mapping") {
  * checked like the CPU kernel checks them, before anything is copied. */
 static opreg_status launch_swap_blocks(const opreg_value *args, void *stream) {
     const opreg_tensor *src = TS(0), *dst = TS(1), *m = TS(2);
-    return opreg__cuda_swap_blocks(opreg__ptr(dst), opreg__ptr(src), opreg__ptr(m), m->shape[0],
-                                   block_bytes(src), stream);
+    return opreg__cuda_swap_blocks(opreg__ptr(dst), block_step(dst), opreg__ptr(src),
+                                   block_step(src), opreg__ptr(m), m->shape[0], block_bytes(src),
+                                   stream);
 }
 
 static bool host_or_cuda(const opreg_tensor *t) {
@@ -326,6 +336,8 @@ CUDA_KERNEL(paged_attention_v1, 1, "query") {
     a.max_seq_len = IV(9);
     a.max_blocks = bt->shape[1];
     a.num_blocks = kc->shape[0];
+    a.key_block_stride = opreg__block_stride(kc);
+    a.value_block_stride = opreg__block_stride(TS(3));
     a.scale = (float)FV(5);
     a.kv_scale = (float)FV(12);
     a.dt = opreg__dtype_of(q);

@@ -16,14 +16,14 @@ template <typename T> __global__ void reshape_and_cache_kernel(opreg__cuda_cache
         int64_t blk = slot / a.block_size, off = slot % a.block_size;
         for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
             int64_t h = i / a.head_size, d = i % a.head_size;
-            opreg_cuda::cache_put<T>(
-                a.key_cache,
-                opreg__kcache_index(blk, h, a.heads, d, a.head_size, a.x, off, a.block_size),
-                key[t * a.key_stride + i], a.kind, a.kv_scale);
-            opreg_cuda::cache_put<T>(
-                a.value_cache,
-                opreg__vcache_index(blk, h, a.heads, d, a.head_size, off, a.block_size),
-                value[t * a.value_stride + i], a.kind, a.kv_scale);
+            opreg_cuda::cache_put<T>(a.key_cache,
+                                     opreg__kcache_index(blk, a.key_block_stride, h, d, a.head_size,
+                                                         a.x, off, a.block_size),
+                                     key[t * a.key_stride + i], a.kind, a.kv_scale);
+            opreg_cuda::cache_put<T>(a.value_cache,
+                                     opreg__vcache_index(blk, a.value_block_stride, h, d,
+                                                         a.head_size, off, a.block_size),
+                                     value[t * a.value_stride + i], a.kind, a.kv_scale);
         }
     }
 }

@@ -1,7 +1,8 @@
 /* reshape_and_cache_flash on the GPU: one block a token (grid-stride); the
  * token's heads x head_size elements go to slot s of the [num_blocks,
- * block_size, heads, head_size] caches, which starts at element s * heads *
- * head_size. Padding slots (< 0) and slots past the cache are skipped. */
+ * block_size, heads, head_size] caches: row s % block_size of block
+ * s / block_size (ops/cache_layout.h). Padding slots (< 0) and slots past
+ * the cache are skipped. */
 #include "backends/cuda/cache.cuh"
 
 namespace {
@@ -13,10 +14,13 @@ template <typename T> __global__ void flash_kernel(opreg__cuda_cache_args a) {
         int64_t slot = a.slots[t];
         if (slot < 0 || slot >= a.num_slots) continue;
         for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-            opreg_cuda::cache_put<T>(a.key_cache, slot * n + i, key[t * a.key_stride + i], a.kind,
-                                     1.0f);
-            opreg_cuda::cache_put<T>(a.value_cache, slot * n + i, value[t * a.value_stride + i],
-                                     a.kind, 1.0f);
+            opreg_cuda::cache_put<T>(
+                a.key_cache, opreg__flash_cache_index(slot, a.key_block_stride, a.block_size, n, i),
+                key[t * a.key_stride + i], a.kind, 1.0f);
+            opreg_cuda::cache_put<T>(
+                a.value_cache,
+                opreg__flash_cache_index(slot, a.value_block_stride, a.block_size, n, i),
+                value[t * a.value_stride + i], a.kind, 1.0f);
         }
     }
 }

@@ -29,7 +29,7 @@ template <typename T> __global__ void rotary_kernel(opreg__cuda_rotary_args a) {
         int64_t p = a.positions[t], o = a.offsets ? a.offsets[t] : 0;
         if (p < 0 || o < 0 || p >= a.cache_rows || o >= a.cache_rows - p) continue;
         const T *cs = cache + (p + o) * a.rot_dim;
-        T *q = (T *)a.query + t * a.q_row, *k = (T *)a.key + t * a.k_row;
+        T *q = (T *)a.query + t * a.q_stride, *k = (T *)a.key + t * a.k_stride;
         for (int64_t i = threadIdx.x; i < nq; i += blockDim.x)
             rotate_pair(q + i / half * a.head_size, cs, half, i % half, a.is_neox != 0);
         for (int64_t i = threadIdx.x; i < nk; i += blockDim.x)

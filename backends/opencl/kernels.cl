@@ -214,16 +214,18 @@ inline acc_t act_gelu_tanh(acc_t x) {
     }                                                                                              \
     __kernel void rotary_embedding_##SUF(                                                          \
         __global const long *pos, ulong pos_off, __global T_##SUF *q, ulong q_off, ulong q_row,    \
-        __global T_##SUF *k, ulong k_off, ulong k_row, __global const T_##SUF *cache,              \
-        ulong cache_off, ulong rot_dim, ulong head_size, int is_neox) {                            \
+        ulong q_step, __global T_##SUF *k, ulong k_off, ulong k_row, ulong k_step,                 \
+        __global const T_##SUF *cache, ulong cache_off, ulong rot_dim, ulong head_size,            \
+        int is_neox) {                                                                             \
         size_t t = get_global_id(0);                                                               \
         __global const T_##SUF *cs = cache + cache_off + (ulong)pos[pos_off + t] * rot_dim;        \
-        rotate_##SUF(q + q_off + t * q_row, q_row / head_size, head_size, cs, rot_dim, is_neox);   \
-        rotate_##SUF(k + k_off + t * k_row, k_row / head_size, head_size, cs, rot_dim, is_neox);   \
+        rotate_##SUF(q + q_off + t * q_step, q_row / head_size, head_size, cs, rot_dim, is_neox);  \
+        rotate_##SUF(k + k_off + t * k_step, k_row / head_size, head_size, cs, rot_dim, is_neox);  \
     }
 
 /* ---- reshape_and_cache: one work-item an element of a token ---------------------
- * key_cache [blocks, H, D/x, bs, x], value_cache [blocks, H, D, bs]; kind 0
+ * key_cache [blocks, H, D/x, bs, x], value_cache [blocks, H, D, bs], dense
+ * blocks kbs and vbs elements apart (a cache may be a view); kind 0
  * copies T, 1 stores fp8 e4m3fn(v / kv_scale), 2 fp8 e5m2 (saturating). */
 #define RESHAPE_AND_CACHE(SUF)                                                                     \
     inline void put_##SUF(__global uchar *cache, ulong cache_off, ulong j, float v, int kind,      \
@@ -239,14 +241,14 @@ inline acc_t act_gelu_tanh(acc_t x) {
         __global const T_##SUF *key, ulong key_off, ulong ks, __global const T_##SUF *value,       \
         ulong value_off, ulong vs, __global uchar *key_cache, ulong kc_off,                        \
         __global uchar *value_cache, ulong vc_off, __global const long *slots, ulong slots_off,    \
-        ulong H, ulong D, ulong x, ulong bs, int kind, float kv_scale) {                           \
+        ulong H, ulong D, ulong x, ulong bs, ulong kbs, ulong vbs, int kind, float kv_scale) {     \
         size_t g = get_global_id(0);                                                               \
         ulong t = g / (H * D), src = g % (H * D), hh = src / D, i = src % D;                       \
         long slot = slots[slots_off + t];                                                          \
         if (slot < 0) return;                                                                      \
         ulong blk = (ulong)slot / bs, off = (ulong)slot % bs;                                      \
-        ulong kdst = (((blk * H + hh) * (D / x) + i / x) * bs + off) * x + i % x;                  \
-        ulong vdst = ((blk * H + hh) * D + i) * bs + off;                                          \
+        ulong kdst = blk * kbs + ((hh * (D / x) + i / x) * bs + off) * x + i % x;                  \
+        ulong vdst = blk * vbs + (hh * D + i) * bs + off;                                          \
         put_##SUF(key_cache, kc_off, kdst, LD_##SUF(key, key_off + t * ks + src), kind, kv_scale); \
         put_##SUF(value_cache, vc_off, vdst, LD_##SUF(value, value_off + t * vs + src), kind,      \
                   kv_scale);                                                                       \

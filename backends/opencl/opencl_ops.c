@@ -214,6 +214,9 @@ OCL_KERNEL(rotary_embedding, 6) {
         q_row *= q->shape[i];
     for (int i = pos->ndim; i < k->ndim; i++)
         k_row *= k->shape[i];
+    /* tokens may lie further apart than a row (the checks allow a view) */
+    int64_t q_step = tokens > 1 && q->strides ? q->strides[pos->ndim - 1] : q_row;
+    int64_t k_step = tokens > 1 && k->strides ? k->strides[pos->ndim - 1] : k_row;
     struct buf bp, bq, bk, bc;
     TRY(buf_of(&bp, op, "positions", pos));
     TRY(buf_of(&bq, op, "query", q));
@@ -233,8 +236,8 @@ OCL_KERNEL(rotary_embedding, 6) {
             return st;
         }
     free(p);
-    struct karg a[] = { A_MEM(bp),      A_MEM(bq),        A_U64(q_row),
-                        A_MEM(bk),      A_U64(k_row),     A_MEM(bc),
+    struct karg a[] = { A_MEM(bp),      A_MEM(bq),        A_U64(q_row),      A_U64(q_step),
+                        A_MEM(bk),      A_U64(k_row),     A_U64(k_step),     A_MEM(bc),
                         A_U64(rot_dim), A_U64(head_size), A_I32(args[5].u.b) };
     return launch(d, OCL_K_rotary_embedding, dtype_index(q), op, a, NARGS(a), (size_t)tokens);
 }
@@ -254,6 +257,9 @@ OCL_KERNEL(reshape_and_cache, 7) {
     int64_t bs = kc->shape[3], slots = kc->shape[0] * bs;
     int64_t ks = key->strides ? key->strides[0] : h * dd;
     int64_t vs = value->strides ? value->strides[0] : h * dd;
+    /* blocks through the caches' dim-0 stride, as the checks allow */
+    int64_t kbs = kc->strides && kc->shape[0] > 1 ? kc->strides[0] : h * dd * bs;
+    int64_t vbs = vc->strides && vc->shape[0] > 1 ? vc->strides[0] : h * dd * bs;
     struct buf bk, bv, bkc, bvc, bs_;
     TRY(buf_of(&bk, op, "key", key));
     TRY(buf_of(&bv, op, "value", value));
@@ -274,9 +280,13 @@ OCL_KERNEL(reshape_and_cache, 7) {
             return st;
         }
     free(s);
-    struct karg a[] = { A_MEM(bk),         A_U64(ks),  A_MEM(bv),  A_U64(vs),
-                        A_MEM(bkc),        A_MEM(bvc), A_MEM(bs_), A_U64(h),
-                        A_U64(dd),         A_U64(x),   A_U64(bs),  A_I32(kv_kind(args[5].u.s.ptr)),
+    struct karg a[] = { A_MEM(bk),         A_U64(ks),
+                        A_MEM(bv),         A_U64(vs),
+                        A_MEM(bkc),        A_MEM(bvc),
+                        A_MEM(bs_),        A_U64(h),
+                        A_U64(dd),         A_U64(x),
+                        A_U64(bs),         A_U64(kbs),
+                        A_U64(vbs),        A_I32(kv_kind(args[5].u.s.ptr)),
                         A_F32(args[6].u.f) };
     return launch(d, OCL_K_reshape_and_cache, dtype_index(key), op, a, NARGS(a),
                   (size_t)(tokens * h * dd));

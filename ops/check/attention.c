@@ -63,12 +63,12 @@ opreg_status opreg__check_paged_attention_v1(
     OPREG__TRY(opreg__chk_size(op, "key_cache", key_cache, 1, num_kv_heads));
     OPREG__TRY(opreg__chk_size(op, "key_cache", key_cache, 2, d / x));
     OPREG__TRY(opreg__chk_size(op, "key_cache", key_cache, 3, block_size));
-    OPREG__TRY(opreg__chk_contig(op, "key_cache", key_cache));
+    OPREG__TRY(opreg__chk_blocks(op, "key_cache", key_cache));
     OPREG__TRY(opreg__chk_size(op, "value_cache", value_cache, 0, key_cache->shape[0]));
     OPREG__TRY(opreg__chk_size(op, "value_cache", value_cache, 1, num_kv_heads));
     OPREG__TRY(opreg__chk_size(op, "value_cache", value_cache, 2, d));
     OPREG__TRY(opreg__chk_size(op, "value_cache", value_cache, 3, block_size));
-    OPREG__TRY(opreg__chk_contig(op, "value_cache", value_cache));
+    OPREG__TRY(opreg__chk_blocks(op, "value_cache", value_cache));
     OPREG__TRY(opreg__chk_tensor(op, "block_tables", block_tables, OPREG__DTS(I32), 2));
     OPREG__TRY(opreg__chk_size(op, "block_tables", block_tables, 0, s));
     OPREG__TRY(opreg__chk_contig(op, "block_tables", block_tables));

@@ -28,6 +28,10 @@ opreg_status opreg__check_gelu_fast(const opreg_tensor *out, const opreg_tensor 
 opreg_status opreg__check_gelu_quick(const opreg_tensor *out, const opreg_tensor *input);
 
 /* ---- rotary ---- */
+/* query and key take a token stride (a slice of a fused QKV projection);
+ * each token's heads are dense. The stride between two tokens of a checked
+ * query or key, in elements. */
+int64_t opreg__rotary_token_stride(const opreg_tensor *qk, const opreg_tensor *positions);
 opreg_status opreg__check_rotary_embedding(const opreg_tensor *positions, const opreg_tensor *query,
                                            const opreg_tensor *key, int64_t head_size,
                                            const opreg_tensor *cos_sin_cache, bool is_neox);

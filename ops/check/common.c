@@ -32,11 +32,14 @@ static const char *dtype_name(int dt) {
     return n ? n : "unknown";
 }
 
-/* "f32, f16 or bf16" for a dtype set. */
+/* "f16, f32 or bf16" for a dtype set; bits that name no dtype (the "any"
+ * set) are left out. */
 static void dtype_set_text(uint32_t set, char *buf, size_t cap) {
     size_t len = 0;
     int count = 0, total = 0;
     buf[0] = '\0';
+    for (int d = 0; d < 32; d++)
+        if (!opreg_dtype_name((opreg_dtype)d)) set &= ~(1u << d);
     for (int d = 0; d < 32; d++)
         if (set & (1u << d)) total++;
     for (int d = 0; d < 32 && len < cap; d++) {
@@ -69,7 +72,7 @@ opreg_status opreg__chk_tensor(const char *op, const char *arg, const opreg_tens
                                t->shape[d], d);
     dt = opreg__dtype_of(t);
     if (dt == OPREG__DT_NONE || dt >= 32 || !(dtypes & (1u << dt))) {
-        char want[160];
+        char want[256];
         dtype_set_text(dtypes, want, sizeof want);
         return opreg__fail(OPREG_ERR_SHAPE, "%s: argument '%s': expected dtype %s, got %s", op, arg,
                            want, dtype_name(dt));
@@ -124,6 +127,36 @@ opreg_status opreg__chk_rows(const char *op, const char *arg, const opreg_tensor
                            "%s: argument '%s': rows overlap (row stride %" PRId64 " < %" PRId64 ")",
                            op, arg, t->strides[n - 2], t->shape[n - 1]);
     return OPREG_OK;
+}
+
+opreg_status opreg__chk_blocks(const char *op, const char *arg, const opreg_tensor *t) {
+    int64_t expect = 1;
+    if (!t->strides || t->ndim == 0 || opreg__numel(t) == 0) return OPREG_OK;
+    for (int d = t->ndim - 1; d >= 1; d--) {
+        if (t->shape[d] != 1 && t->strides[d] != expect)
+            return opreg__fail(OPREG_ERR_SHAPE,
+                               "%s: argument '%s': each block must be contiguous (stride %" PRId64
+                               " in dim %d, expected %" PRId64 ")",
+                               op, arg, t->strides[d], d, expect);
+        expect *= t->shape[d];
+    }
+    if (t->shape[0] > 1 && t->strides[0] < expect)
+        return opreg__fail(OPREG_ERR_SHAPE,
+                           "%s: argument '%s': blocks overlap (stride %" PRId64
+                           " in dim 0, less than a block's %" PRId64 " elements)",
+                           op, arg, t->strides[0], expect);
+    return OPREG_OK;
+}
+
+int64_t opreg__block_numel(const opreg_tensor *t) {
+    int64_t n = 1;
+    for (int d = 1; d < t->ndim; d++)
+        n *= t->shape[d];
+    return n;
+}
+
+int64_t opreg__block_stride(const opreg_tensor *t) {
+    return t->strides && t->ndim > 0 && t->shape[0] > 1 ? t->strides[0] : opreg__block_numel(t);
 }
 
 int64_t opreg__rows(const opreg_tensor *t) {
@@ -205,6 +238,33 @@ static void byte_range(const opreg_tensor *t, int handle, uintptr_t *lo, uintptr
     *hi = base + (uintptr_t)(pos + es);
 }
 
+/* Whether dims 1.. of @p t are dense (a block of a paged cache). */
+static int dense_blocks(const opreg_tensor *t) {
+    int64_t expect = 1;
+    for (int d = t->ndim - 1; d >= 1; d--) {
+        if (t->shape[d] != 1 && opreg__stride(t, d) != expect) return 0;
+        expect *= t->shape[d];
+    }
+    return 1;
+}
+
+/* Two caches that interleave their blocks within one buffer, as kv[:, 0]
+ * and kv[:, 1] of a [num_blocks, 2, ...] cache: same block stride, dense
+ * blocks, and each one's blocks fall in the other's gaps. */
+static int interleaved_blocks(const opreg_tensor *a, const opreg_tensor *b, uintptr_t abase,
+                              uintptr_t bbase) {
+    int64_t es = (int64_t)opreg__dtype_bytes(opreg__dtype_of(a));
+    if (a->ndim < 1 || b->ndim < 1 || !dense_blocks(a) || !dense_blocks(b) ||
+        (int64_t)opreg__dtype_bytes(opreg__dtype_of(b)) != es)
+        return 0;
+    int64_t s = opreg__stride(a, 0) * es, ea = opreg__block_numel(a) * es,
+            eb = opreg__block_numel(b) * es;
+    if (opreg__stride(b, 0) * es != s || s <= 0 || ea > s || eb > s) return 0;
+    int64_t d = (int64_t)((bbase - abase) % (uintptr_t)s); /* b's offset in a's period */
+    if (bbase < abase) d = (s - (int64_t)((abase - bbase) % (uintptr_t)s)) % s;
+    return d >= ea && s - d >= eb;
+}
+
 static int overlaps(const opreg_tensor *a, const opreg_tensor *b) {
     uintptr_t alo, ahi, blo, bhi;
     if (opreg__is_meta(a) || opreg__is_meta(b)) return 0;
@@ -215,7 +275,10 @@ static int overlaps(const opreg_tensor *a, const opreg_tensor *b) {
     if (handle && a->data != b->data) return 0; /* different buffers */
     byte_range(a, handle, &alo, &ahi);
     byte_range(b, handle, &blo, &bhi);
-    return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
+    if (!(alo < ahi && blo < bhi && alo < bhi && blo < ahi)) return 0;
+    uintptr_t abase = (handle ? 0 : (uintptr_t)a->data) + (uintptr_t)a->byte_offset;
+    uintptr_t bbase = (handle ? 0 : (uintptr_t)b->data) + (uintptr_t)b->byte_offset;
+    return !interleaved_blocks(a, b, abase, bbase);
 }
 
 opreg_status opreg__chk_no_overlap(const char *op, const char *out_arg, const opreg_tensor *out,

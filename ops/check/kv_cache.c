@@ -105,12 +105,12 @@ opreg_status opreg__check_reshape_and_cache(const opreg_tensor *key, const opreg
     if (key_cache->shape[3] <= 0)
         return opreg__fail(OPREG_ERR_SHAPE, "%s: argument 'key_cache': block_size (dim 3) is 0",
                            op);
-    OPREG__TRY(opreg__chk_contig(op, "key_cache", key_cache));
+    OPREG__TRY(opreg__chk_blocks(op, "key_cache", key_cache));
     OPREG__TRY(opreg__chk_size(op, "value_cache", value_cache, 0, key_cache->shape[0]));
     OPREG__TRY(opreg__chk_size(op, "value_cache", value_cache, 1, h));
     OPREG__TRY(opreg__chk_size(op, "value_cache", value_cache, 2, d));
     OPREG__TRY(opreg__chk_size(op, "value_cache", value_cache, 3, key_cache->shape[3]));
-    OPREG__TRY(opreg__chk_contig(op, "value_cache", value_cache));
+    OPREG__TRY(opreg__chk_blocks(op, "value_cache", value_cache));
     if (kind != 0 && !(kv_scale > 0.0 && isfinite(kv_scale)))
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
                            "%s: argument 'kv_scale': must be finite and > 0, got %g", op, kv_scale);
@@ -134,9 +134,9 @@ opreg__check_reshape_and_cache_flash(const opreg_tensor *key, const opreg_tensor
     if (key_cache->shape[1] <= 0)
         return opreg__fail(OPREG_ERR_SHAPE, "%s: argument 'key_cache': block_size (dim 1) is 0",
                            op);
-    OPREG__TRY(opreg__chk_contig(op, "key_cache", key_cache));
+    OPREG__TRY(opreg__chk_blocks(op, "key_cache", key_cache));
     OPREG__TRY(opreg__chk_same_shape(op, "value_cache", value_cache, "key_cache", key_cache));
-    OPREG__TRY(opreg__chk_contig(op, "value_cache", value_cache));
+    OPREG__TRY(opreg__chk_blocks(op, "value_cache", value_cache));
     return check_inputs(op, key, value, key_cache, value_cache, slot_mapping, 0);
 }
 
@@ -169,8 +169,8 @@ static opreg_status check_mapping(const char *op, const opreg_tensor *m) {
     return opreg__chk_contig(op, "block_mapping", m);
 }
 
-/* Every cache of a list: same dtype and shape as the first, contiguous,
- * on @p dev's device, not overlapping the mapping. */
+/* Every cache of a list: same dtype, shape and block stride as the first,
+ * dense blocks, on @p dev's device, not overlapping the mapping. */
 static opreg_status check_cache_list(const char *op, const char *arg,
                                      const opreg_tensor *const *list, size_t n,
                                      const opreg_tensor *dev, const opreg_tensor *mapping) {
@@ -182,7 +182,12 @@ static opreg_status check_cache_list(const char *op, const char *arg,
             OPREG__TRY(opreg__chk_same_dtype(op, name, list[l], arg, list[0]));
             OPREG__TRY(opreg__chk_same_shape(op, name, list[l], arg, list[0]));
         }
-        OPREG__TRY(opreg__chk_contig(op, name, list[l]));
+        OPREG__TRY(opreg__chk_blocks(op, name, list[l]));
+        if (l > 0 && opreg__block_stride(list[l]) != opreg__block_stride(list[0]))
+            return opreg__fail(
+                OPREG_ERR_SHAPE,
+                "%s: argument '%s': block stride %" PRId64 " differs from %s[0]'s %" PRId64, op,
+                name, opreg__block_stride(list[l]), arg, opreg__block_stride(list[0]));
         OPREG__TRY(opreg__chk_same_device(op, name, list[l], "block_mapping", dev));
         OPREG__TRY(opreg__chk_no_overlap(op, name, list[l], "block_mapping", mapping));
     }
@@ -240,12 +245,12 @@ opreg_status opreg__check_swap_blocks(const opreg_tensor *src, const opreg_tenso
                                       const opreg_tensor *block_mapping) {
     const char *op = "_C::swap_blocks";
     OPREG__TRY(opreg__chk_tensor(op, "src", src, OPREG__DTS_ANY, -2));
-    OPREG__TRY(opreg__chk_contig(op, "src", src));
+    OPREG__TRY(opreg__chk_blocks(op, "src", src));
     OPREG__TRY(opreg__chk_tensor(op, "dst", dst, OPREG__DTS_ANY, src->ndim));
     OPREG__TRY(opreg__chk_same_dtype(op, "dst", dst, "src", src));
     for (int d = 1; d < src->ndim; d++)
         OPREG__TRY(opreg__chk_size(op, "dst", dst, d, src->shape[d]));
-    OPREG__TRY(opreg__chk_contig(op, "dst", dst));
+    OPREG__TRY(opreg__chk_blocks(op, "dst", dst));
     OPREG__TRY(check_mapping(op, block_mapping));
     if (block_mapping->device.device_type != kDLCPU)
         return opreg__fail(OPREG_ERR_DEVICE_MISMATCH,

@@ -5,7 +5,9 @@
 #include <inttypes.h>
 
 /* query/key: positions.shape + [heads * head_size], or [T, heads, head_size]
- * when positions is [T]; contiguous, same dtype as cos_sin_cache. */
+ * when positions is [T]; same dtype as cos_sin_cache. Each token's heads
+ * are dense; tokens may lie further apart (a view of a fused QKV tensor),
+ * but not overlap, since the op writes them. */
 static opreg_status check_qk(const char *op, const char *arg, const opreg_tensor *t,
                              const opreg_tensor *positions, int64_t head_size) {
     int pn = positions->ndim;
@@ -27,8 +29,31 @@ static opreg_status check_qk(const char *op, const char *arg, const opreg_tensor
     } else {
         OPREG__TRY(opreg__chk_size(op, arg, t, 2, head_size));
     }
-    OPREG__TRY(opreg__chk_contig(op, arg, t));
+    if (t->ndim == pn + 1) {
+        OPREG__TRY(opreg__chk_rows(op, arg, t));
+    } else if (t->strides && opreg__numel(t) > 0) {
+        if ((t->shape[2] > 1 && t->strides[2] != 1) ||
+            (t->shape[1] > 1 && t->strides[1] != t->shape[2]))
+            return opreg__fail(OPREG_ERR_SHAPE,
+                               "%s: argument '%s': each token's heads must be contiguous "
+                               "(strides %" PRId64 ", %" PRId64 " in dims 1, 2)",
+                               op, arg, t->strides[1], t->strides[2]);
+        if (t->shape[0] > 1 && t->strides[0] < t->shape[1] * t->shape[2])
+            return opreg__fail(OPREG_ERR_SHAPE,
+                               "%s: argument '%s': tokens overlap (token stride %" PRId64
+                               " < %" PRId64 ")",
+                               op, arg, t->strides[0], t->shape[1] * t->shape[2]);
+    }
     return opreg__chk_same_device(op, arg, t, "positions", positions);
+}
+
+int64_t opreg__rotary_token_stride(const opreg_tensor *qk, const opreg_tensor *positions) {
+    int64_t row = 1;
+    for (int d = positions->ndim; d < qk->ndim; d++)
+        row *= qk->shape[d];
+    if (opreg__numel(positions) <= 1) return row;
+    /* dim pn - 1 holds the last token index ([T, ...] or [B, S, ...]) */
+    return opreg__stride(qk, positions->ndim - 1);
 }
 
 static opreg_status check_common(const char *op, const opreg_tensor *positions,

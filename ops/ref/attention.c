@@ -27,7 +27,7 @@ opreg__ref_paged_attention_v1(const opreg_tensor *out, const opreg_tensor *query
                               int64_t blocksparse_head_sliding_step) {
     const char *op = "_C::paged_attention_v1";
     int qdt, cdt, kind;
-    int64_t s_count, hq, d, x, bs, max_blocks, group;
+    int64_t s_count, hq, d, x, bs, kbs, vbs, max_blocks, group;
     double *logit, *acc;
     const int32_t *bt, *len;
     OPREG__TRY(opreg__check_paged_attention_v1(
@@ -45,6 +45,8 @@ opreg__ref_paged_attention_v1(const opreg_tensor *out, const opreg_tensor *query
     d = query->shape[2];
     x = key_cache->shape[4];
     bs = block_size;
+    kbs = opreg__block_stride(key_cache);
+    vbs = opreg__block_stride(value_cache);
     max_blocks = block_tables->shape[1];
     group = hq / num_kv_heads;
     bt = opreg__ptr(block_tables);
@@ -67,7 +69,7 @@ opreg__ref_paged_attention_v1(const opreg_tensor *out, const opreg_tensor *query
                 int64_t blk = bt[s * max_blocks + j / bs], off = j % bs;
                 double dot = 0.0;
                 for (int64_t i = 0; i < d; i++) {
-                    int64_t k = opreg__kcache_index(blk, kvh, num_kv_heads, i, d, x, off, bs);
+                    int64_t k = opreg__kcache_index(blk, kbs, kvh, i, d, x, off, bs);
                     dot += opreg__ld(q, qdt, i) *
                            cache_ld(opreg__ptr(key_cache), cdt, kind, k, kv_scale);
                 }
@@ -83,8 +85,7 @@ opreg__ref_paged_attention_v1(const opreg_tensor *out, const opreg_tensor *query
                 for (int64_t i = 0; i < d; i++)
                     acc[i] +=
                         p * cache_ld(opreg__ptr(value_cache), cdt, kind,
-                                     opreg__vcache_index(blk, kvh, num_kv_heads, i, d, off, bs),
-                                     kv_scale);
+                                     opreg__vcache_index(blk, vbs, kvh, i, d, off, bs), kv_scale);
             }
             for (int64_t i = 0; i < d; i++)
                 opreg__st(opreg__ptr(out), qdt, (s * hq + h) * d + i, l > 0 ? acc[i] / sum : 0.0);

@@ -25,7 +25,7 @@ opreg_status opreg__ref_reshape_and_cache(const opreg_tensor *key, const opreg_t
                                           const opreg_tensor *slot_mapping,
                                           const char *kv_cache_dtype, double kv_scale) {
     int kind, dt;
-    int64_t h, d, x, bs, ks, vs;
+    int64_t h, d, x, bs, ks, vs, kbs, vbs;
     size_t es;
     const int64_t *slots;
     OPREG__TRY(opreg__check_reshape_and_cache(key, value, key_cache, value_cache, slot_mapping,
@@ -41,6 +41,8 @@ opreg_status opreg__ref_reshape_and_cache(const opreg_tensor *key, const opreg_t
     bs = key_cache->shape[3];
     ks = opreg__stride(key, 0);
     vs = opreg__stride(value, 0);
+    kbs = opreg__block_stride(key_cache);
+    vbs = opreg__block_stride(value_cache);
     slots = opreg__ptr(slot_mapping);
     for (int64_t t = 0; t < slot_mapping->shape[0]; t++) {
         int64_t slot = slots[t], blk, off;
@@ -50,8 +52,8 @@ opreg_status opreg__ref_reshape_and_cache(const opreg_tensor *key, const opreg_t
         for (int64_t hh = 0; hh < h; hh++)
             for (int64_t i = 0; i < d; i++) {
                 int64_t src = hh * d + i;
-                int64_t kdst = opreg__kcache_index(blk, hh, h, i, d, x, off, bs);
-                int64_t vdst = opreg__vcache_index(blk, hh, h, i, d, off, bs);
+                int64_t kdst = opreg__kcache_index(blk, kbs, hh, i, d, x, off, bs);
+                int64_t vdst = opreg__vcache_index(blk, vbs, hh, i, d, off, bs);
                 put(opreg__ptr(key_cache), kdst, opreg__ptr(key), dt, t * ks + src, kind, es,
                     (float)kv_scale);
                 put(opreg__ptr(value_cache), vdst, opreg__ptr(value), dt, t * vs + src, kind, es,
@@ -67,7 +69,7 @@ opreg_status opreg__ref_reshape_and_cache_flash(const opreg_tensor *key, const o
                                                 const opreg_tensor *slot_mapping,
                                                 const char *kv_cache_dtype) {
     int kind, dt;
-    int64_t hd, ks, vs;
+    int64_t hd, ks, vs, bs, kbs, vbs;
     size_t es;
     const int64_t *slots;
     OPREG__TRY(opreg__check_reshape_and_cache_flash(key, value, key_cache, value_cache,
@@ -80,23 +82,30 @@ opreg_status opreg__ref_reshape_and_cache_flash(const opreg_tensor *key, const o
     hd = key->shape[1] * key->shape[2];
     ks = opreg__stride(key, 0);
     vs = opreg__stride(value, 0);
+    bs = key_cache->shape[1];
+    kbs = opreg__block_stride(key_cache);
+    vbs = opreg__block_stride(value_cache);
     slots = opreg__ptr(slot_mapping);
-    /* [nblk, bs, H, D]: slot s starts at element s * H * D */
+    /* [nblk, bs, H, D]: slot s is row s % bs of block s / bs */
     for (int64_t t = 0; t < slot_mapping->shape[0]; t++) {
         if (slots[t] < 0) continue;
         for (int64_t i = 0; i < hd; i++) {
-            put(opreg__ptr(key_cache), slots[t] * hd + i, opreg__ptr(key), dt, t * ks + i, kind, es,
-                1.0f);
-            put(opreg__ptr(value_cache), slots[t] * hd + i, opreg__ptr(value), dt, t * vs + i, kind,
-                es, 1.0f);
+            put(opreg__ptr(key_cache), opreg__flash_cache_index(slots[t], kbs, bs, hd, i),
+                opreg__ptr(key), dt, t * ks + i, kind, es, 1.0f);
+            put(opreg__ptr(value_cache), opreg__flash_cache_index(slots[t], vbs, bs, hd, i),
+                opreg__ptr(value), dt, t * vs + i, kind, es, 1.0f);
         }
     }
     return OPREG_OK;
 }
 
+/* The bytes of one block, and the distance between two, of a cache. */
 static size_t block_bytes(const opreg_tensor *t) {
-    return (size_t)(opreg__numel(t) / (t->shape[0] ? t->shape[0] : 1)) *
-           opreg__dtype_bytes(opreg__dtype_of(t));
+    return (size_t)opreg__block_numel(t) * opreg__dtype_bytes(opreg__dtype_of(t));
+}
+
+static size_t block_step(const opreg_tensor *t) {
+    return (size_t)opreg__block_stride(t) * opreg__dtype_bytes(opreg__dtype_of(t));
 }
 
 opreg_status opreg__ref_copy_blocks(const opreg_tensor *const *key_caches, size_t num_key_caches,
@@ -113,11 +122,11 @@ opreg_status opreg__ref_copy_blocks(const opreg_tensor *const *key_caches, size_
     for (size_t l = 0; l < num_key_caches; l++) {
         const opreg_tensor *c[2] = { key_caches[l], value_caches[l] };
         for (int kv = 0; kv < 2; kv++) {
-            size_t bb = block_bytes(c[kv]);
+            size_t bb = block_bytes(c[kv]), step = block_step(c[kv]);
             char *base = opreg__ptr(c[kv]);
             for (int64_t i = 0; i < block_mapping->shape[0]; i++)
                 if (p[2 * i] != p[2 * i + 1])
-                    memcpy(base + (size_t)p[2 * i + 1] * bb, base + (size_t)p[2 * i] * bb, bb);
+                    memcpy(base + (size_t)p[2 * i + 1] * step, base + (size_t)p[2 * i] * step, bb);
         }
     }
     return OPREG_OK;
@@ -135,7 +144,7 @@ opreg_status opreg__ref_swap_blocks(const opreg_tensor *src, const opreg_tensor 
     p = opreg__ptr(block_mapping);
     bb = block_bytes(src);
     for (int64_t i = 0; i < block_mapping->shape[0]; i++)
-        memcpy((char *)opreg__ptr(dst) + (size_t)p[2 * i + 1] * bb,
-               (const char *)opreg__ptr(src) + (size_t)p[2 * i] * bb, bb);
+        memcpy((char *)opreg__ptr(dst) + (size_t)p[2 * i + 1] * block_step(dst),
+               (const char *)opreg__ptr(src) + (size_t)p[2 * i] * block_step(src), bb);
     return OPREG_OK;
 }

@@ -27,6 +27,8 @@ static void run(const opreg_tensor *positions, const opreg_tensor *query, const 
     size_t es = opreg__dtype_bytes(dt);
     int64_t tokens = opreg__numel(positions), rot_dim = cache->shape[1];
     int64_t q_row = 1, k_row = 1;
+    int64_t qs = opreg__rotary_token_stride(query, positions);
+    int64_t ks = opreg__rotary_token_stride(key, positions);
     const int64_t *pos = opreg__ptr(positions);
     const int64_t *off = offsets ? opreg__ptr(offsets) : NULL;
     for (int d = positions->ndim; d < query->ndim; d++)
@@ -36,9 +38,9 @@ static void run(const opreg_tensor *positions, const opreg_tensor *query, const 
     for (int64_t t = 0; t < tokens; t++) {
         int64_t row = pos[t] + (off ? off[t] : 0);
         const char *cs = (const char *)opreg__ptr(cache) + (size_t)(row * rot_dim) * es;
-        rotate((char *)opreg__ptr(query) + (size_t)(t * q_row) * es, dt, q_row / head_size,
-               head_size, cs, rot_dim, is_neox);
-        rotate((char *)opreg__ptr(key) + (size_t)(t * k_row) * es, dt, k_row / head_size, head_size,
+        rotate((char *)opreg__ptr(query) + (size_t)(t * qs) * es, dt, q_row / head_size, head_size,
+               cs, rot_dim, is_neox);
+        rotate((char *)opreg__ptr(key) + (size_t)(t * ks) * es, dt, k_row / head_size, head_size,
                cs, rot_dim, is_neox);
     }
 }

@@ -162,8 +162,9 @@ static opreg_status rotary(const opreg_value *args, const opreg_tensor *offsets)
     const int64_t *off = offsets ? opreg__ptr(offsets) : NULL;
 #define ROT(sfx, T)                                                                                \
     opreg__cpu_rotary_embedding_##sfx(                                                             \
-        p, off, tokens, (T *)opreg__ptr(q), q_row, q_row / head_size, (T *)opreg__ptr(k), k_row,   \
-        k_row / head_size, head_size, (const T *)opreg__ptr(cache), rot_dim, BV(5))
+        p, off, tokens, (T *)opreg__ptr(q), opreg__rotary_token_stride(q, pos), q_row / head_size, \
+        (T *)opreg__ptr(k), opreg__rotary_token_stride(k, pos), k_row / head_size, head_size,      \
+        (const T *)opreg__ptr(cache), rot_dim, BV(5))
     BY_DTYPE(opreg__dtype_of(q), ROT(f32, float), ROT(f16, uint16_t), ROT(bf16, uint16_t));
 #undef ROT
     return OPREG_OK;
@@ -241,11 +242,11 @@ CPU_KERNEL(reshape_and_cache, 0, "key") {
     const opreg_tensor *key = TS(0), *value = TS(1), *kc = TS(2), *vc = TS(3), *slots = TS(4);
     OPREG__TRY(opreg__check_reshape_and_cache_data(kc, slots));
     int64_t tokens = opreg__numel(slots);
-    opreg__cpu_reshape_and_cache_generic(opreg__ptr(key), opreg__stride(key, 0), opreg__ptr(value),
-                                         opreg__stride(value, 0), opreg__ptr(kc), opreg__ptr(vc),
-                                         opreg__ptr(slots), tokens, key->shape[1], key->shape[2],
-                                         kc->shape[3], kc->shape[4], opreg__dtype_of(key),
-                                         opreg__kv_cache_kind(SV(5)), (float)FV(6));
+    opreg__cpu_reshape_and_cache_generic(
+        opreg__ptr(key), opreg__stride(key, 0), opreg__ptr(value), opreg__stride(value, 0),
+        opreg__ptr(kc), opreg__block_stride(kc), opreg__ptr(vc), opreg__block_stride(vc),
+        opreg__ptr(slots), tokens, key->shape[1], key->shape[2], kc->shape[3], kc->shape[4],
+        opreg__dtype_of(key), opreg__kv_cache_kind(SV(5)), (float)FV(6));
     return OPREG_OK;
 }
 
@@ -255,8 +256,9 @@ CPU_KERNEL(reshape_and_cache_flash, 0, "key") {
     int64_t tokens = opreg__numel(slots);
     opreg__cpu_reshape_and_cache_flash_generic(
         opreg__ptr(key), opreg__stride(key, 0), opreg__ptr(value), opreg__stride(value, 0),
-        opreg__ptr(kc), opreg__ptr(vc), opreg__ptr(slots), tokens, key->shape[1], key->shape[2],
-        opreg__dtype_of(key), opreg__kv_cache_kind(SV(5)), 1.0f);
+        opreg__ptr(kc), opreg__block_stride(kc), opreg__ptr(vc), opreg__block_stride(vc),
+        opreg__ptr(slots), tokens, key->shape[1], key->shape[2], kc->shape[1], opreg__dtype_of(key),
+        opreg__kv_cache_kind(SV(5)), 1.0f);
     return OPREG_OK;
 }
 
@@ -274,7 +276,8 @@ CPU_KERNEL(paged_attention_v1, 1, "query") {
     opreg__cpu_paged_attention_v1(opreg__ptr(out), opreg__ptr(q), opreg__ptr(kc), opreg__ptr(vc),
                                   opreg__ptr(bt), opreg__ptr(lens),
                                   alibi ? opreg__ptr(alibi) : NULL, q->shape[0], q->shape[1], IV(4),
-                                  q->shape[2], kc->shape[4], bs, bt->shape[1], (float)FV(5),
+                                  q->shape[2], kc->shape[4], bs, opreg__block_stride(kc),
+                                  opreg__block_stride(vc), bt->shape[1], (float)FV(5),
                                   opreg__dtype_of(q), opreg__kv_cache_kind(SV(11)), (float)FV(12));
     return OPREG_OK;
 }

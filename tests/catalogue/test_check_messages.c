@@ -403,11 +403,9 @@ static void input_i32(call *c) {
 static void input_complex(call *c) {
     t_of(c, "input")->dtype = (DLDataType){ kDLComplex, 64, 1 };
 }
-#if 0
 static void src_complex(call *c) {
     t_of(c, "src")->dtype = (DLDataType){ kDLComplex, 64, 1 };
 }
-#endif
 static void positions_f32(call *c) {
     retype(c, "positions", OPREG_DTYPE_F32);
 }
@@ -891,17 +889,11 @@ static const message_row rows[] = {
       "_C::rotary_embedding: argument 'positions': expected dtype i64, got f32" },
     { "chk_tensor dtype", "moe_align_block_size", META, topk_ids_f32, SHAPE,
       "_C::moe_align_block_size: argument 'topk_ids': expected dtype i32 or i64, got f32" },
-#if 0
-    /* DEFECT ops/check/common.c:36 dtype_set_text: for OPREG__DTS_ANY (the
-     * caches of swap_blocks and copy_blocks) it names every bit of the set,
-     * those with no dtype as "unknown" ("f64, unknown, unknown, unknown,
-     * bool, ..."), and the 160-byte buffer of opreg__chk_tensor cuts the
-     * list at "u". Enable once dtype_set_text skips the bits that
-     * opreg_dtype_name() has no name for. */
+    /* The "any" set names only real dtypes (it once listed "unknown" for
+     * each unused bit, cut short by the message buffer). */
     { "chk_tensor dtype", "swap_blocks", META, src_complex, SHAPE,
       "_C::swap_blocks: argument 'src': expected dtype u8, i8, i16, i32, i64, f16, f32, f64, "
       "bool, bf16, f8_e5m2 or f8_e4m3fn, got unknown" },
-#endif
     { "chk_tensor data", "rms_norm", REF, weight_data_null, INVALID,
       "_C::rms_norm: argument 'weight': data is NULL" },
     { "chk_size", "rms_norm", META, weight_43, SHAPE,

@@ -1,11 +1,13 @@
 /* Every op of the catalogue, on the CPU key, against its Reference kernel:
  * each dtype the op takes, over shapes chosen to miss the vector widths
- * (0, 1 and odd sizes: an empty batch first), single rows, long rows, strided rows where the op
- * allows them, and each option (fp8 caches, per-token scales, GPT-J
- * rotation, ALiBi, no bias). Both calls get byte-identical copies of the
- * same random inputs; every written and returned tensor is compared with
- * the dtype's tolerance (tools/op_inputs.h). The whole table runs once per
- * instruction-set path this CPU has (portable, AVX2, AVX-512, ...). */
+ * (0, 1 and odd sizes: an empty batch first), single rows, long rows,
+ * strided rows where the op allows them, caches that are halves of a
+ * combined KV cache (kv_split), and each option (fp8 caches, per-token
+ * scales, GPT-J rotation, ALiBi, no bias). Both calls get byte-identical
+ * copies of the same random inputs; every written and returned tensor is
+ * compared with the dtype's tolerance (tools/op_inputs.h). The whole table
+ * runs once per instruction-set path this CPU has (portable, AVX2,
+ * AVX-512, ...). */
 #include "backends/cpu/kernels/cpu_kernels.h"
 #include "test.h"
 #include "tools/op_inputs.h"
@@ -21,16 +23,20 @@
         "tokens=1,heads=1,kv_heads=1,head_size=2,max_pos=4",                                       \
         "tokens=5,heads=3,kv_heads=1,head_size=66,rot_dim=34,gptj=1,max_pos=64",                   \
         "tokens=7,heads=4,kv_heads=2,head_size=80,max_pos=64,gptj=1",                              \
-        "tokens=33,heads=2,kv_heads=2,head_size=128,rot_dim=64,max_pos=256"
+        "tokens=33,heads=2,kv_heads=2,head_size=128,rot_dim=64,max_pos=256",                       \
+        "tokens=9,heads=3,kv_heads=1,head_size=64,max_pos=32,row_pad=64",                          \
+        "tokens=6,heads=2,kv_heads=2,head_size=32,max_pos=16,qk_3d=1,row_pad=3,gptj=1"
 #define KV_CACHE                                                                                   \
     "tokens=0,kv_heads=1,head_size=16,blocks=2,block_size=2",                                      \
         "tokens=1,kv_heads=1,head_size=16,blocks=1,block_size=1",                                  \
         "tokens=13,kv_heads=3,head_size=48,blocks=5,block_size=4,row_pad=24",                      \
-        "tokens=40,kv_heads=2,head_size=64,blocks=8,block_size=8,kv_fp8=1"
+        "tokens=40,kv_heads=2,head_size=64,blocks=8,block_size=8,kv_fp8=1",                        \
+        "tokens=21,kv_heads=2,head_size=32,blocks=6,block_size=4,kv_split=1,row_pad=8"
 #define BLOCKS(extra)                                                                              \
     "kv_heads=1,head_size=16,blocks=2,block_size=1,pairs=0" extra,                                 \
         "kv_heads=1,head_size=16,blocks=2,block_size=1,pairs=1" extra,                             \
-        "kv_heads=3,head_size=48,blocks=9,block_size=5,pairs=4" extra
+        "kv_heads=3,head_size=48,blocks=9,block_size=5,pairs=4" extra,                             \
+        "kv_heads=2,head_size=32,blocks=7,block_size=3,pairs=3,kv_split=1" extra
 #define GEMM                                                                                       \
     "tokens=0,hidden=8,out_features=4", "tokens=1,hidden=1,out_features=1",                        \
         "tokens=5,hidden=33,out_features=17,bias=0", "tokens=70,hidden=300,out_features=65"
@@ -71,7 +77,9 @@ static const op_case cases[] = {
         "seqs=3,heads=4,kv_heads=2,head_size=64,max_seq_len=37,block_size=16,blocks=12,alibi=1",
         "seqs=2,heads=2,kv_heads=2,head_size=80,max_seq_len=50,block_size=8,blocks=16,kv_fp8=1",
         "seqs=2,heads=8,kv_heads=1,head_size=32,max_seq_len=9,block_size=1,blocks=20",
-        "seqs=1,heads=12,kv_heads=12,head_size=256,max_seq_len=70,block_size=32,blocks=3" } },
+        "seqs=1,heads=12,kv_heads=12,head_size=256,max_seq_len=70,block_size=32,blocks=3",
+        "seqs=3,heads=4,kv_heads=2,head_size=64,max_seq_len=40,block_size=16,blocks=9,kv_split="
+        "1" } },
     { "cutlass_scaled_mm",
       { GEMM, "tokens=9,hidden=40,out_features=24,per_token=1,per_channel=1,row_pad=5",
         "tokens=6,hidden=32,out_features=10,fp8=1,per_channel=1" } },

@@ -57,13 +57,17 @@ TEST(reshape_and_cache_exact) {
                     unsigned char *kc = malloc(csize), *vc = malloc(csize);
                     memset(kc, 0xA5, csize);
                     memset(vc, 0x5A, csize);
+                    /* a dense cache's block stride: [H][D/x][BS][x] for the key
+                     * (x need not divide D in these inner copies) */
+                    int64_t kblk = flash ? BS * H * D : H * (D / x) * BS * x;
                     if (flash)
-                        opreg__cpu_reshape_and_cache_flash_generic(
-                            key, stride, value, stride, kc, vc, slots, T, H, D, dt, kind, kv_scale);
+                        opreg__cpu_reshape_and_cache_flash_generic(key, stride, value, stride, kc,
+                                                                   kblk, vc, BS * H * D, slots, T,
+                                                                   H, D, BS, dt, kind, kv_scale);
                     else
-                        opreg__cpu_reshape_and_cache_generic(key, stride, value, stride, kc, vc,
-                                                             slots, T, H, D, BS, x, dt, kind,
-                                                             kv_scale);
+                        opreg__cpu_reshape_and_cache_generic(key, stride, value, stride, kc, kblk,
+                                                             vc, BS * H * D, slots, T, H, D, BS, x,
+                                                             dt, kind, kv_scale);
                     if (!kt_check_bytes("key_cache", isa, kc, wk, csize) ||
                         !kt_check_bytes("value_cache", isa, vc, wv, csize)) {
                         fprintf(stderr, "  %s kind %d flash %d\n", kt_dt_name(dt), kind, flash);

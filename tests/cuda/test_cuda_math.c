@@ -89,28 +89,40 @@ TEST(quantisation_steps) {
     CHECK_EQ_INT(opreg__fp8_quant_one(0.0f), 0x00);
 }
 
+/* Every layout maps its elements one to one onto the cache; with a block
+ * stride twice the dense one (kv[:, 0] of a combined cache) each block
+ * stays within the first half of its period, so kv[:, 1] fills the rest. */
 TEST(cache_layouts_are_bijections) {
-    enum { NB = 3, H = 2, D = 8, X = 4, BS = 5 };
-    unsigned char seen_k[NB * H * D * BS], seen_v[NB * H * D * BS];
-    memset(seen_k, 0, sizeof seen_k);
-    memset(seen_v, 0, sizeof seen_v);
-    for (int b = 0; b < NB; b++)
-        for (int h = 0; h < H; h++)
-            for (int i = 0; i < D; i++)
-                for (int o = 0; o < BS; o++) {
-                    int64_t k = opreg__kcache_index(b, h, H, i, D, X, o, BS);
-                    int64_t v = opreg__vcache_index(b, h, H, i, D, o, BS);
-                    CHECK(k >= 0 && k < (int64_t)sizeof seen_k);
-                    CHECK(v >= 0 && v < (int64_t)sizeof seen_v);
-                    seen_k[k]++, seen_v[v]++;
-                }
-    for (size_t i = 0; i < sizeof seen_k; i++) {
-        CHECK_EQ_INT(seen_k[i], 1);
-        CHECK_EQ_INT(seen_v[i], 1);
+    enum { NB = 3, H = 2, D = 8, X = 4, BS = 5, BLK = H * D * BS };
+    for (int period = 1; period <= 2; period++) {
+        int64_t stride = (int64_t)period * BLK;
+        unsigned char seen_k[NB * 2 * BLK], seen_v[NB * 2 * BLK], seen_f[NB * 2 * BLK];
+        memset(seen_k, 0, sizeof seen_k);
+        memset(seen_v, 0, sizeof seen_v);
+        memset(seen_f, 0, sizeof seen_f);
+        for (int b = 0; b < NB; b++)
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < D; i++)
+                    for (int o = 0; o < BS; o++) {
+                        int64_t k = opreg__kcache_index(b, stride, h, i, D, X, o, BS);
+                        int64_t v = opreg__vcache_index(b, stride, h, i, D, o, BS);
+                        int64_t f =
+                            opreg__flash_cache_index(b * BS + o, stride, BS, H * D, h * D + i);
+                        CHECK(k >= b * stride && k < b * stride + BLK);
+                        CHECK(v >= b * stride && v < b * stride + BLK);
+                        CHECK(f >= b * stride && f < b * stride + BLK);
+                        seen_k[k]++, seen_v[v]++, seen_f[f]++;
+                    }
+        for (int64_t i = 0; i < NB * stride; i++) {
+            int want = i % stride < BLK;
+            CHECK_EQ_INT(seen_k[i], want);
+            CHECK_EQ_INT(seen_v[i], want);
+            CHECK_EQ_INT(seen_f[i], want);
+        }
     }
     /* x consecutive dims of one token are adjacent in the key cache */
-    CHECK_EQ_INT(opreg__kcache_index(1, 1, H, 5, D, X, 2, BS) -
-                     opreg__kcache_index(1, 1, H, 4, D, X, 2, BS),
+    CHECK_EQ_INT(opreg__kcache_index(1, BLK, 1, 5, D, X, 2, BS) -
+                     opreg__kcache_index(1, BLK, 1, 4, D, X, 2, BS),
                  1);
 }
 

@@ -209,7 +209,8 @@ TEST(bad_inputs) {
     EXPECT_REFUSED(SH, "'value_cache': expected size 2 in dim 0", RC);
     setup();
     tt_set_strides(KC, (int64_t[]){ 64, 32, 16, 1, 4 });
-    EXPECT_REFUSED(SH, "'key_cache': must be contiguous", RC);
+    EXPECT_REFUSED(SH, "'key_cache': each block must be contiguous (stride 4 in dim 4, expected 1)",
+                   RC);
     setup();
     SM->dtype = DT(I32);
     EXPECT_REFUSED(SH, "'slot_mapping': expected dtype i64", RC);
@@ -305,7 +306,7 @@ TEST(bad_inputs) {
         EXPECT_REFUSED(IA, "'key_caches[1]': data is NULL", CB);
         L();
         tt_set_strides(V0, (int64_t[]){ 1, 3 });
-        EXPECT_REFUSED(SH, "'value_caches[0]': must be contiguous", CB);
+        EXPECT_REFUSED(SH, "'value_caches[0]': each block must be contiguous", CB);
         L();
         V1->device.device_type = kDLCUDA;
         EXPECT_REFUSED(DM, "'value_caches[1]' is on cuda", CB);

@@ -142,7 +142,7 @@ TEST(bad_inputs) {
                    opreg__ref_rotary_embedding(P, Q, K, 0, C, true));
     setup();
     tt_set_strides(Q, (int64_t[]){ 1, 4 });
-    EXPECT_REFUSED(SH, "'query': must be contiguous", R);
+    EXPECT_REFUSED(SH, "'query': last dim must have stride 1, got 4", R);
     setup();
     tt_set_strides(C, (int64_t[]){ 1, 10 });
     EXPECT_REFUSED(SH, "'cos_sin_cache': must be contiguous", R);

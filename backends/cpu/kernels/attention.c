@@ -31,7 +31,7 @@ static inline float cache_ld(const struct opreg__pa_args *a, const void *p, int6
 static void load_keys(const struct opreg__pa_args *a, float *buf, int64_t blk, int64_t kvh,
                       int64_t n) {
     int64_t d = a->d, x = a->x, bs = a->bs;
-    int64_t base = (blk * a->hkv + kvh) * d * bs;
+    int64_t base = blk * a->kblk + kvh * d * bs;
     for (int64_t c = 0; c < d / x; c++)
         for (int64_t off = 0; off < bs; off++)
             for (int64_t e = 0; e < x; e++)
@@ -43,7 +43,7 @@ static void load_keys(const struct opreg__pa_args *a, float *buf, int64_t blk, i
 static void load_values(const struct opreg__pa_args *a, float *buf, int64_t blk, int64_t kvh,
                         int64_t n) {
     int64_t d = a->d, bs = a->bs;
-    int64_t base = (blk * a->hkv + kvh) * d * bs;
+    int64_t base = blk * a->vblk + kvh * d * bs;
     for (int64_t i = 0; i < d; i++)
         for (int64_t off = 0; off < bs; off++)
             buf[i * bs + off] = off < n ? cache_ld(a, a->vc, base + i * bs + off) : 0.0f;
@@ -115,8 +115,9 @@ void opreg__cpu_paged_attention_v1(void *out, const void *query, const void *key
                                    const void *value_cache, const int32_t *block_tables,
                                    const int32_t *seq_lens, const float *alibi_slopes, int64_t seqs,
                                    int64_t heads, int64_t kv_heads, int64_t head_size, int64_t x,
-                                   int64_t block_size, int64_t max_blocks, float scale, int dtype,
-                                   int kv_kind, float kv_scale) {
+                                   int64_t block_size, int64_t key_block_stride,
+                                   int64_t value_block_stride, int64_t max_blocks, float scale,
+                                   int dtype, int kv_kind, float kv_scale) {
     const struct opreg__cpu_simd *simd = opreg__cpu_simd();
     struct opreg__pa_args a;
     int64_t bytes = 0, es = kv_kind ? 1 : (int64_t)opreg__cpu_es(dtype);
@@ -132,6 +133,8 @@ void opreg__cpu_paged_attention_v1(void *out, const void *query, const void *key
     a.d = head_size;
     a.x = x;
     a.bs = block_size;
+    a.kblk = key_block_stride;
+    a.vblk = value_block_stride;
     a.max_blocks = max_blocks;
     a.scale = scale;
     a.dt = dtype;

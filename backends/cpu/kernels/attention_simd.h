@@ -31,7 +31,7 @@
  * key layout needs no zeroing, since the logits of those tokens are dropped. */
 static const float *pa_block(const struct opreg__pa_args *a, const void *cache, int64_t blk,
                              int64_t kvh, int64_t n, bool value, float *buf) {
-    int64_t count = a->d * a->bs, base = (blk * a->hkv + kvh) * count;
+    int64_t count = a->d * a->bs, base = blk * (value ? a->vblk : a->kblk) + kvh * count;
     bool partial = value && n < a->bs;
     if (a->kind == 0 && a->dt == OPREG_DTYPE_F32 && !partial) return (const float *)cache + base;
     if (a->kind != 0) {

@@ -114,18 +114,21 @@ OPREG__CPU_FLOAT_TYPES(OPREG__CPU_DECL_QUANT)
  * head_size] with token strides in elements; slots < 0 are skipped.
  * reshape_and_cache: key_cache [nblk, heads, head_size/x, block_size, x],
  * value_cache [nblk, heads, head_size, block_size].
- * _flash: both caches [nblk, block_size, heads, head_size]. */
+ * _flash: both caches [nblk, block_size, heads, head_size].
+ * Each block is dense; blocks lie @p key_block_stride (@p value_block_stride)
+ * elements apart, so a cache may be a view of a combined KV cache. */
 void opreg__cpu_reshape_and_cache_generic(const void *key, int64_t key_stride, const void *value,
-                                          int64_t value_stride, void *key_cache, void *value_cache,
-                                          const int64_t *slot_mapping, int64_t tokens,
-                                          int64_t heads, int64_t head_size, int64_t block_size,
-                                          int64_t x, int dtype, int kv_kind, float kv_scale);
-void opreg__cpu_reshape_and_cache_flash_generic(const void *key, int64_t key_stride,
-                                                const void *value, int64_t value_stride,
-                                                void *key_cache, void *value_cache,
-                                                const int64_t *slot_mapping, int64_t tokens,
-                                                int64_t heads, int64_t head_size, int dtype,
-                                                int kv_kind, float kv_scale);
+                                          int64_t value_stride, void *key_cache,
+                                          int64_t key_block_stride, void *value_cache,
+                                          int64_t value_block_stride, const int64_t *slot_mapping,
+                                          int64_t tokens, int64_t heads, int64_t head_size,
+                                          int64_t block_size, int64_t x, int dtype, int kv_kind,
+                                          float kv_scale);
+void opreg__cpu_reshape_and_cache_flash_generic(
+    const void *key, int64_t key_stride, const void *value, int64_t value_stride, void *key_cache,
+    int64_t key_block_stride, void *value_cache, int64_t value_block_stride,
+    const int64_t *slot_mapping, int64_t tokens, int64_t heads, int64_t head_size,
+    int64_t block_size, int dtype, int kv_kind, float kv_scale);
 
 /* ---- attention -------------------------------------------------------------- */
 
@@ -137,7 +140,8 @@ void opreg__cpu_reshape_and_cache_flash_generic(const void *key, int64_t key_str
 /* paged_attention_v1 (ops-reference §3.7) for checked arguments: query and
  * out [seqs, heads, head_size] contiguous in @p dtype; key_cache
  * [blocks, kv_heads, head_size/x, block_size, x] and value_cache
- * [blocks, kv_heads, head_size, block_size] in @p dtype (kv_kind 0) or fp8
+ * [blocks, kv_heads, head_size, block_size], dense within a block, blocks
+ * @p key_block_stride and @p value_block_stride elements apart, in @p dtype (kv_kind 0) or fp8
  * codes (kv_kind 1 e4m3fn, 2 e5m2) dequantised as code * kv_scale;
  * block_tables [seqs, max_blocks] and seq_lens [seqs] whose entries the
  * data check has validated; alibi_slopes [heads] or NULL. f32 arithmetic
@@ -146,7 +150,8 @@ void opreg__cpu_paged_attention_v1(void *out, const void *query, const void *key
                                    const void *value_cache, const int32_t *block_tables,
                                    const int32_t *seq_lens, const float *alibi_slopes, int64_t seqs,
                                    int64_t heads, int64_t kv_heads, int64_t head_size, int64_t x,
-                                   int64_t block_size, int64_t max_blocks, float scale, int dtype,
-                                   int kv_kind, float kv_scale);
+                                   int64_t block_size, int64_t key_block_stride,
+                                   int64_t value_block_stride, int64_t max_blocks, float scale,
+                                   int dtype, int kv_kind, float kv_scale);
 
 #endif

@@ -76,6 +76,7 @@ struct opreg__pa_args {
     const int32_t *bt, *len;
     const float *alibi;
     int64_t hq, hkv, d, x, bs, max_blocks;
+    int64_t kblk, vblk; /* block strides of the caches, elements */
     float scale;
     int dt, kind;
     float lut[256];

@@ -15,7 +15,7 @@ struct cache_args {
     const void *key, *value;
     void *kc, *vc;
     const int64_t *slots;
-    int64_t key_stride, value_stride, tokens, heads, d, bs, x;
+    int64_t key_stride, value_stride, kblk, vblk, tokens, heads, d, bs, x;
     int dt, kind, flash;
     float kv_scale;
 };
@@ -59,21 +59,21 @@ static void heads_range(const void *args, int64_t h0, int64_t h1) {
             const char *v =
                 (const char *)a->value + (size_t)(t * a->value_stride + h * a->d) * src_es;
             if (a->flash) {
-                size_t at = (size_t)((slot * a->heads + h) * a->d) * dst_es;
-                put(a, (char *)a->kc + at, 1, k, a->d);
-                put(a, (char *)a->vc + at, 1, v, a->d);
+                /* [blk][off][h][d] */
+                int64_t at = (off * a->heads + h) * a->d;
+                put(a, (char *)a->kc + (size_t)(blk * a->kblk + at) * dst_es, 1, k, a->d);
+                put(a, (char *)a->vc + (size_t)(blk * a->vblk + at) * dst_es, 1, v, a->d);
                 continue;
             }
             /* key: [blk][h][d/x][off][d%x], runs of x contiguous elements */
             for (int64_t j = 0; j < a->d; j += a->x) {
-                int64_t at =
-                    (((blk * a->heads + h) * (a->d / a->x) + j / a->x) * a->bs + off) * a->x;
+                int64_t at = blk * a->kblk + ((h * (a->d / a->x) + j / a->x) * a->bs + off) * a->x;
                 put(a, (char *)a->kc + (size_t)at * dst_es, 1, k + (size_t)j * src_es,
                     a->d - j < a->x ? a->d - j : a->x);
             }
             /* value: [blk][h][d][off], one element every block_size */
-            put(a, (char *)a->vc + (size_t)(((blk * a->heads + h) * a->d) * a->bs + off) * dst_es,
-                a->bs, v, a->d);
+            put(a, (char *)a->vc + (size_t)(blk * a->vblk + h * a->d * a->bs + off) * dst_es, a->bs,
+                v, a->d);
         }
     }
 }
@@ -86,10 +86,12 @@ static void run(struct cache_args *a) {
 }
 
 void opreg__cpu_reshape_and_cache_generic(const void *key, int64_t key_stride, const void *value,
-                                          int64_t value_stride, void *key_cache, void *value_cache,
-                                          const int64_t *slot_mapping, int64_t tokens,
-                                          int64_t heads, int64_t head_size, int64_t block_size,
-                                          int64_t x, int dtype, int kv_kind, float kv_scale) {
+                                          int64_t value_stride, void *key_cache,
+                                          int64_t key_block_stride, void *value_cache,
+                                          int64_t value_block_stride, const int64_t *slot_mapping,
+                                          int64_t tokens, int64_t heads, int64_t head_size,
+                                          int64_t block_size, int64_t x, int dtype, int kv_kind,
+                                          float kv_scale) {
     struct cache_args a = { .key = key,
                             .value = value,
                             .kc = key_cache,
@@ -97,6 +99,8 @@ void opreg__cpu_reshape_and_cache_generic(const void *key, int64_t key_stride, c
                             .slots = slot_mapping,
                             .key_stride = key_stride,
                             .value_stride = value_stride,
+                            .kblk = key_block_stride,
+                            .vblk = value_block_stride,
                             .tokens = tokens,
                             .heads = heads,
                             .d = head_size,
@@ -109,12 +113,11 @@ void opreg__cpu_reshape_and_cache_generic(const void *key, int64_t key_stride, c
     run(&a);
 }
 
-void opreg__cpu_reshape_and_cache_flash_generic(const void *key, int64_t key_stride,
-                                                const void *value, int64_t value_stride,
-                                                void *key_cache, void *value_cache,
-                                                const int64_t *slot_mapping, int64_t tokens,
-                                                int64_t heads, int64_t head_size, int dtype,
-                                                int kv_kind, float kv_scale) {
+void opreg__cpu_reshape_and_cache_flash_generic(
+    const void *key, int64_t key_stride, const void *value, int64_t value_stride, void *key_cache,
+    int64_t key_block_stride, void *value_cache, int64_t value_block_stride,
+    const int64_t *slot_mapping, int64_t tokens, int64_t heads, int64_t head_size,
+    int64_t block_size, int dtype, int kv_kind, float kv_scale) {
     struct cache_args a = { .key = key,
                             .value = value,
                             .kc = key_cache,
@@ -122,10 +125,12 @@ void opreg__cpu_reshape_and_cache_flash_generic(const void *key, int64_t key_str
                             .slots = slot_mapping,
                             .key_stride = key_stride,
                             .value_stride = value_stride,
+                            .kblk = key_block_stride,
+                            .vblk = value_block_stride,
                             .tokens = tokens,
                             .heads = heads,
                             .d = head_size,
-                            .bs = 1,
+                            .bs = block_size,
                             .x = 1,
                             .dt = dtype,
                             .kind = kv_kind,
