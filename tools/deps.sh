@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
 # Install the Debian packages opreg needs that are missing (run as root).
 # Only packages not yet installed are fetched, so a ready machine costs nothing.
+#   tools/deps.sh          what building and running opreg needs (the README's
+#                          first command: the library, the tool, the Python
+#                          binding, the OpenCL plugin, the demo);
+#   tools/deps.sh --test   that, and what only the tests need (the second
+#                          command: sanitizer and fuzzing runtimes, the
+#                          formatting check, the API reference, numpy and
+#                          PyTorch for the binding's tests).
 set -euo pipefail
 
 packages=(
-  gcc g++ make cmake pkg-config python3   # build and test tools
-  doxygen                                  # the C API reference and its check (tests/docs)
-  clang libclang-rt-14-dev                 # the libFuzzer target of the parser
-  clang-format                             # the formatting check
+  gcc g++ make cmake pkg-config python3   # build tools
   libdlpack-dev                            # DLPack's DLTensor, opreg's tensor
   libdnnl-dev                              # oneDNN, for the CPU matmul kernels
   python3-dev                              # Python headers: the binding (python/)
-  python3-numpy python3-torch              # DLPack tensors of the binding's tests
   pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers  # the OpenCL backend plugin, run on the CPU
 )
+if [ "${1:-}" = "--test" ]; then
+  packages+=(
+    doxygen                                # the C API reference and its check (tests/docs)
+    clang libclang-rt-14-dev               # the libFuzzer targets
+    clang-format                           # the formatting check
+    python3-numpy python3-torch            # DLPack tensors of the binding's tests
+  )
+elif [ -n "${1:-}" ]; then
+  echo "usage: tools/deps.sh [--test]" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do
