@@ -374,14 +374,20 @@ static opreg_status load_locked(struct opreg_plugin *p, opreg_plugin_entry_fn en
     return run_entry(p, h, entry, host_size, host_version);
 }
 
-/* opreg__key_claim() reads the backend table's version and name before its
- * size: a table too small to hold them is refused here, from struct_size
- * alone, so that nothing past what the plugin declares is read. */
+/* The backend members that version 1.0 has: up to synchronize. */
+#define BACKEND_V1_SIZE offsetof(opreg_backend, flags)
+
+/* A plugin's backend table holds at least version 1.0's members, as its
+ * description does. This is checked from struct_size alone, before
+ * opreg__key_claim(), which reads the version and the name first; and a
+ * table cut between alloc and free would have its tensors' memory
+ * allocated and never released. */
 static opreg_status claim_key(opreg_dispatch_key *key, const opreg_backend *b) {
-    if (b->struct_size < offsetof(opreg_backend, is_available))
+    if (b->struct_size < BACKEND_V1_SIZE)
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
-                           "backend: struct_size %u is too small for an opreg_backend",
-                           b->struct_size);
+                           "backend: struct_size %u is too small for an opreg_backend (version "
+                           "1.0's is %zu bytes)",
+                           b->struct_size, (size_t)BACKEND_V1_SIZE);
     return opreg__key_claim(key, b);
 }
 

@@ -1,9 +1,10 @@
 /* Plugins given by their entry function (opreg__plugin_load_entry, the
  * loader's path after dlsym, which tests/fuzz/fuzz_plugin_desc drives):
  * - such a plugin loads, registers, unloads and is finalised like a file;
- * - a backend table whose struct_size is too small to hold its name and
- *   version is refused from the size alone: nothing past it is read (found
- *   by the fuzzer: the key's checks read the name and version first). */
+ * - a backend table smaller than version 1.0's is refused from its size
+ *   alone: nothing past it is read (the key's checks read the name and
+ *   version first), and no tensor is allocated through an alloc whose free
+ *   the table does not reach (both found by the fuzzer). */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "plugin_test.h"
 #include "registry/internal.h"
@@ -96,7 +97,7 @@ TEST(backend_too_small_refused_by_its_size) {
     char *pages = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(pages != MAP_FAILED);
     CHECK(mprotect(pages + page, page, PROT_NONE) == 0);
-    for (uint32_t size = 8; size < offsetof(opreg_backend, is_available); size += 8) {
+    for (uint32_t size = 8; size < offsetof(opreg_backend, flags); size += 8) {
         opreg_backend *b = (opreg_backend *)(void *)(pages + page - size);
         memset(b, 0, size);
         b->struct_size = size;
@@ -115,10 +116,23 @@ TEST(backend_too_small_refused_by_its_size) {
         CHECK_EQ_STR(after, before);
         free(after);
     }
+    /* Version 1.0's table, against the unmapped page, loads: nothing of
+     * what 1.1 appended is read. */
+    size_t v1 = offsetof(opreg_backend, flags);
+    opreg_backend *b = (opreg_backend *)(void *)(pages + page - v1);
+    memset(b, 0, v1);
+    b->struct_size = (uint32_t)v1;
+    b->abi_version = OPREG_BACKEND_ABI_VERSION;
+    b->name = "entv1";
+    b->device_type = 40;
+    desc.backend = b;
+    CHECK_OK(opreg__plugin_load_entry(&p, reg, "built-in:v1", entry));
+    opreg_plugin_unload(p);
+    desc.backend = NULL;
     free(before);
     munmap(pages, 2 * page);
     opreg_registry_destroy(reg);
-    CHECK_EQ_INT(finis, 0); /* init never ran */
+    CHECK_EQ_INT(finis, 1); /* for the one whose init ran */
 }
 
 int main(void) {
