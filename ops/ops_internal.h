@@ -177,6 +177,9 @@ opreg_status opreg__chk_rows(const char *op, const char *arg, const opreg_tensor
  * least a block's size, so that views such as kv[:, 0] of a combined
  * [num_blocks, 2, ...] cache are accepted. */
 opreg_status opreg__chk_blocks(const char *op, const char *arg, const opreg_tensor *t);
+/* The same for any [items, ...] tensor, naming the @p item ("sequence"). */
+opreg_status opreg__chk_items(const char *op, const char *arg, const opreg_tensor *t,
+                              const char *item);
 opreg_status opreg__chk_same_dtype(const char *op, const char *arg, const opreg_tensor *t,
                                    const char *ref_arg, const opreg_tensor *ref);
 opreg_status opreg__chk_same_shape(const char *op, const char *arg, const opreg_tensor *t,

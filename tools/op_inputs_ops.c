@@ -80,8 +80,9 @@ static void build_rms_norm(op_builder *b) {
 
 static void build_fused_add_rms_norm(op_builder *b) {
     int64_t t = opb_count(b, "tokens", 64), h = opb_dim(b, "hidden", 1024);
+    int64_t pad = opb_count(b, "row_pad", 0);
     opreg_dtype dt = opb_dtype(b);
-    opb_arg_tensor(b, rnd(b, dt, -1, 1, DIMS(t, h)));
+    opb_arg_tensor(b, rnd_rows(b, dt, -1, 1, t, h, pad));
     opb_arg_tensor(b, rnd(b, dt, -1, 1, DIMS(t, h)));
     opb_arg_tensor(b, rnd(b, dt, 0.5, 1.5, DIMS(h)));
     opb_arg(b, opreg_float_value(1e-6));
@@ -345,7 +346,8 @@ static void build_paged_attention_v1(op_builder *b) {
     for (int64_t h = 0; alibi && h < hq; h++)
         opb_set(slopes, h, -pow(2.0, -8.0 * (double)(h + 1) / (double)hq));
     opb_arg_tensor(b, zeros(b, dt, DIMS(s, hq, k.d)));
-    opb_arg_tensor(b, rnd(b, dt, -1, 1, DIMS(s, hq, k.d)));
+    /* query as a slice of a fused QKV tensor with row_pad */
+    opb_arg_tensor(b, rnd_tokens(b, dt, s, hq, k.d, opb_count(b, "row_pad", 0)));
     opb_arg_tensor(b, cache(b, &k, DIMS(k.nb, k.h, k.d / k.x, k.bs, k.x), 0, true));
     opb_arg_tensor(b, cache(b, &k, DIMS(k.nb, k.h, k.d, k.bs), 1, true));
     opb_arg(b, opreg_int_value(k.h));

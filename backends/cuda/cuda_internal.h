@@ -52,9 +52,9 @@ void *opreg__cuda_current_stream(int device);
 /* Norms. Rows of h elements; input rows in_stride apart, out contiguous. */
 opreg_status opreg__cuda_rms_norm(void *out, const void *in, int64_t in_stride, const void *weight,
                                   int64_t rows, int64_t h, float eps, int dt, void *stream);
-opreg_status opreg__cuda_fused_add_rms_norm(void *in, void *residual, const void *weight,
-                                            int64_t rows, int64_t h, float eps, int dt,
-                                            void *stream);
+opreg_status opreg__cuda_fused_add_rms_norm(void *in, int64_t in_stride, void *residual,
+                                            const void *weight, int64_t rows, int64_t h, float eps,
+                                            int dt, void *stream);
 
 /* Gated activations: input rows [x | y] of 2d, out rows of d (contiguous). */
 opreg_status opreg__cuda_silu_and_mul(void *out, const void *in, int64_t rows, int64_t d, int dt,
@@ -135,6 +135,7 @@ typedef struct opreg__cuda_attention_args {
     const float *alibi; /* NULL: none */
     int64_t seqs, heads, kv_heads, head_size, x, block_size, max_seq_len, max_blocks, num_blocks;
     int64_t key_block_stride, value_block_stride; /* the caches' dim 0, elements */
+    int64_t q_stride;                             /* query's dim 0, elements */
     float scale, kv_scale;
     int dt, kind;
 } opreg__cuda_attention_args;

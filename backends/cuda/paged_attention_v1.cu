@@ -35,7 +35,7 @@ __global__ void attention_kernel(opreg__cuda_attention_args a, float *logits) {
         if (L > a.max_seq_len) L = a.max_seq_len;
         if (L > a.max_blocks * bs) L = a.max_blocks * bs;
         const int32_t *table = a.block_tables + s * a.max_blocks;
-        const T *qrow = (const T *)a.query + sh * D;
+        const T *qrow = (const T *)a.query + s * a.q_stride + h * D;
         float *lg = logits + sh * a.max_seq_len;
         const float slope = a.alibi ? a.alibi[h] : 0.0f;
         for (int64_t i = threadIdx.x; i < D; i += blockDim.x)

@@ -106,8 +106,8 @@ CUDA_KERNEL(rms_norm, 1, "input") {
 CUDA_KERNEL(fused_add_rms_norm, 0, "input") {
     const opreg_tensor *in = TS(0), *res = TS(1), *w = TS(2);
     rows r = rows_of(in);
-    return opreg__cuda_fused_add_rms_norm(opreg__ptr(in), opreg__ptr(res), opreg__ptr(w), r.n,
-                                          r.width, (float)FV(3), opreg__dtype_of(in), stream);
+    return opreg__cuda_fused_add_rms_norm(opreg__ptr(in), r.stride, opreg__ptr(res), opreg__ptr(w),
+                                          r.n, r.width, (float)FV(3), opreg__dtype_of(in), stream);
 }
 
 /* ---- activations ---- */
@@ -336,6 +336,7 @@ CUDA_KERNEL(paged_attention_v1, 1, "query") {
     a.max_seq_len = IV(9);
     a.max_blocks = bt->shape[1];
     a.num_blocks = kc->shape[0];
+    a.q_stride = opreg__stride(q, 0);
     a.key_block_stride = opreg__block_stride(kc);
     a.value_block_stride = opreg__block_stride(TS(3));
     a.scale = (float)FV(5);

@@ -7,6 +7,6 @@
 extern "C" opreg_status opreg__cuda_rms_norm(void *out, const void *in, int64_t in_stride,
                                              const void *weight, int64_t rows, int64_t h, float eps,
                                              int dt, void *stream) {
-    return OPREG_CUDA_BY_FLOAT(dt, "_C::rms_norm", opreg_cuda::launch_norm, out, in, in_stride,
+    return OPREG_CUDA_BY_FLOAT(dt, "_C::rms_norm", opreg_cuda::launch_norm, out, h, in, in_stride,
                                weight, rows, h, eps, false, stream);
 }

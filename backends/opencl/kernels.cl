@@ -152,12 +152,12 @@ inline float rnd_bf16(float v) {
 
 /* residual = (T)(x + residual); x = rms_norm(residual) * w. */
 #define FUSED_ADD_RMS_NORM(SUF)                                                                    \
-    __kernel void fused_add_rms_norm_##SUF(__global T_##SUF *in, ulong in_off,                     \
+    __kernel void fused_add_rms_norm_##SUF(__global T_##SUF *in, ulong in_off, ulong in_stride,    \
                                            __global T_##SUF *res, ulong res_off,                   \
                                            __global const T_##SUF *w, ulong w_off, ulong hidden,   \
                                            float eps) {                                            \
         size_t row = get_global_id(0);                                                             \
-        __global T_##SUF *x = in + in_off + row * hidden;                                          \
+        __global T_##SUF *x = in + in_off + row * in_stride;                                       \
         __global T_##SUF *z = res + res_off + row * hidden;                                        \
         acc_t ss = 0;                                                                              \
         for (ulong i = 0; i < hidden; i++) {                                                       \
@@ -265,6 +265,20 @@ inline acc_t act_gelu_tanh(acc_t x) {
         float x = LD_##SUF(in, in_off + g) * inv;                                                  \
         out[out_off + g] = f32_to_e4m3fn(fmax(-448.0f, fmin(x, 448.0f)));                          \
     }                                                                                              \
+    /* The dynamic form's last step: quantise with the scale fp8_finish_scale */                   \
+    /* left in scratch[1], and store that scale (work-item 0), so that one */                      \
+    /* command writes every output and a failure before it leaves them as */                       \
+    /* they were. */                                                                               \
+    __kernel void fp8_quant_dyn_##SUF(__global uchar *out, ulong out_off,                          \
+                                      __global const T_##SUF *in, ulong in_off,                    \
+                                      __global float *scale, ulong scale_off,                      \
+                                      __global const uint *scratch) {                              \
+        size_t g = get_global_id(0);                                                               \
+        float s = as_float(scratch[1]);                                                            \
+        float x = LD_##SUF(in, in_off + g) * (1.0f / s);                                           \
+        out[out_off + g] = f32_to_e4m3fn(fmax(-448.0f, fmin(x, 448.0f)));                          \
+        if (g == 0) scale[scale_off] = s;                                                          \
+    }                                                                                              \
     /* amax of a chunk of elements, folded into *amax_bits (non-negative floats */                 \
     /* order as their bits). */                                                                    \
     __kernel void amax_##SUF(__global const T_##SUF *in, ulong in_off, ulong n, ulong chunk,       \
@@ -296,10 +310,12 @@ inline acc_t act_gelu_tanh(acc_t x) {
         scale[scale_off + r] = amax / 127.0f;                                                      \
     }
 
-/* scale = fmax(scale, amax / 448), the dynamic fp8 scale (one work-item). */
-__kernel void fp8_finish_scale(__global float *scale, ulong scale_off,
-                               __global const uint *amax_bits) {
-    scale[scale_off] = fmax(scale[scale_off], as_float(amax_bits[0]) / 448.0f);
+/* scratch[1] = fmax(scale, amax / 448), the dynamic fp8 scale, from the
+ * amax in scratch[0] (one work-item); the scale itself is stored by
+ * fp8_quant_dyn. */
+__kernel void fp8_finish_scale(__global const float *scale, ulong scale_off,
+                               __global uint *scratch) {
+    scratch[1] = as_uint(fmax(scale[scale_off], as_float(scratch[0]) / 448.0f));
 }
 
 #define ALL(SUF)                                                                                   \

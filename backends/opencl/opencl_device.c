@@ -281,7 +281,7 @@ static opreg_status build(struct ocl_device *d) {
             }
         }
     d->finish_scale = make_kernel(prog, "fp8_finish_scale", &err);
-    if (err == CL_SUCCESS) d->scratch = make_buffer(d->ctx, sizeof(cl_uint), &err);
+    if (err == CL_SUCCESS) d->scratch = make_buffer(d->ctx, 2 * sizeof(cl_uint), &err);
     if (err != CL_SUCCESS) {
         unbuild(d, prog);
         return ocl_fail(status_of(err, OPREG_ERR_DEVICE),

@@ -26,6 +26,7 @@ enum ocl_dtype { OCL_F32, OCL_F16, OCL_BF16, OCL_NDTYPES };
     X(rotary_embedding)                                                                            \
     X(reshape_and_cache)                                                                           \
     X(fp8_quant)                                                                                   \
+    X(fp8_quant_dyn)                                                                               \
     X(amax)                                                                                        \
     X(static_int8_quant)                                                                           \
     X(dynamic_int8_quant)

@@ -148,12 +148,15 @@ OCL_KERNEL(fused_add_rms_norm, 4) {
     const char *op = "_C::fused_add_rms_norm";
     const DLTensor *in = T(0), *res = T(1), *w = T(2);
     int64_t h = in->shape[in->ndim - 1], rows = h ? numel(in) / h : 0;
+    /* input's rows may be strided (the checks allow a slice) */
+    int64_t in_stride = rows > 1 && in->strides && in->ndim >= 2 ? in->strides[in->ndim - 2] : h;
     struct buf bi, br, bw;
     TRY(buf_of(&bi, op, "input", in));
     TRY(buf_of(&br, op, "residual", res));
     TRY(buf_of(&bw, op, "weight", w));
     if (rows == 0 || h == 0) return OPREG_OK;
-    struct karg a[] = { A_MEM(bi), A_MEM(br), A_MEM(bw), A_U64(h), A_F32(args[3].u.f) };
+    struct karg a[] = { A_MEM(bi), A_U64(in_stride), A_MEM(br),
+                        A_MEM(bw), A_U64(h),         A_F32(args[3].u.f) };
     return launch(d, OCL_K_fused_add_rms_norm, dtype_index(in), op, a, NARGS(a), (size_t)rows);
 }
 
@@ -316,8 +319,9 @@ OCL_KERNEL(dynamic_scaled_fp8_quant, 3) {
     int64_t n = numel(T(1)), chunk = 4096;
     if (n == 0) return OPREG_OK;
     int dt = dtype_index(T(1));
-    /* amax into the scratch word, then scale = fmax(scale, amax / 448), then
-     * the static kernel with that scale: three kernels, in queue order. */
+    /* amax into scratch[0], then scratch[1] = fmax(scale, amax / 448), then
+     * the quantisation with scratch[1], which also stores it to scale: in
+     * queue order, and only the last command writes the outputs. */
     cl_uint zero = 0;
     cl_int err = clEnqueueFillBuffer(d->queue, d->scratch, &zero, sizeof zero, 0, sizeof zero, 0,
                                      NULL, NULL);
@@ -331,8 +335,8 @@ OCL_KERNEL(dynamic_scaled_fp8_quant, 3) {
         clSetKernelArg(fin, 2, sizeof(cl_mem), &d->scratch) != CL_SUCCESS)
         return ocl_fail(OPREG_ERR_DEVICE, "%s: setting fp8_finish_scale's arguments", op);
     TRY(ocl_enqueue(d, fin, 1, op));
-    struct karg a[] = { A_MEM(bo), A_MEM(bi), A_MEM(bsc) };
-    return launch(d, OCL_K_fp8_quant, dt, op, a, NARGS(a), (size_t)n);
+    struct karg a[] = { A_MEM(bo), A_MEM(bi), A_MEM(bsc), { sizeof(cl_mem), &d->scratch } };
+    return launch(d, OCL_K_fp8_quant_dyn, dt, op, a, NARGS(a), (size_t)n);
 }
 
 OCL_KERNEL(static_scaled_int8_quant, 3) {

@@ -32,7 +32,8 @@ opreg_status opreg__check_paged_attention_v1(
                            "%s: argument 'kv_cache_dtype': unsupported \"%s\"", op,
                            kv_cache_dtype ? kv_cache_dtype : "(null)");
     OPREG__TRY(opreg__chk_tensor(op, "query", query, OPREG__DTS_FLOAT, 3));
-    OPREG__TRY(opreg__chk_contig(op, "query", query));
+    /* query may be a slice of a fused QKV tensor: sequences strided */
+    OPREG__TRY(opreg__chk_items(op, "query", query, "sequence"));
     s = query->shape[0];
     hq = query->shape[1];
     d = query->shape[2];

@@ -129,23 +129,28 @@ opreg_status opreg__chk_rows(const char *op, const char *arg, const opreg_tensor
     return OPREG_OK;
 }
 
-opreg_status opreg__chk_blocks(const char *op, const char *arg, const opreg_tensor *t) {
+opreg_status opreg__chk_items(const char *op, const char *arg, const opreg_tensor *t,
+                              const char *item) {
     int64_t expect = 1;
     if (!t->strides || t->ndim == 0 || opreg__numel(t) == 0) return OPREG_OK;
     for (int d = t->ndim - 1; d >= 1; d--) {
         if (t->shape[d] != 1 && t->strides[d] != expect)
             return opreg__fail(OPREG_ERR_SHAPE,
-                               "%s: argument '%s': each block must be contiguous (stride %" PRId64
+                               "%s: argument '%s': each %s must be contiguous (stride %" PRId64
                                " in dim %d, expected %" PRId64 ")",
-                               op, arg, t->strides[d], d, expect);
+                               op, arg, item, t->strides[d], d, expect);
         expect *= t->shape[d];
     }
     if (t->shape[0] > 1 && t->strides[0] < expect)
         return opreg__fail(OPREG_ERR_SHAPE,
-                           "%s: argument '%s': blocks overlap (stride %" PRId64
-                           " in dim 0, less than a block's %" PRId64 " elements)",
-                           op, arg, t->strides[0], expect);
+                           "%s: argument '%s': %ss overlap (stride %" PRId64
+                           " in dim 0, less than a %s's %" PRId64 " elements)",
+                           op, arg, item, t->strides[0], item, expect);
     return OPREG_OK;
+}
+
+opreg_status opreg__chk_blocks(const char *op, const char *arg, const opreg_tensor *t) {
+    return opreg__chk_items(op, arg, t, "block");
 }
 
 int64_t opreg__block_numel(const opreg_tensor *t) {

@@ -34,7 +34,8 @@ opreg_status opreg__check_fused_add_rms_norm(const opreg_tensor *input,
                                              const opreg_tensor *weight, double epsilon) {
     const char *op = "_C::fused_add_rms_norm";
     OPREG__TRY(opreg__chk_tensor(op, "input", input, OPREG__DTS_FLOAT, -2));
-    OPREG__TRY(opreg__chk_contig(op, "input", input));
+    /* input may be a slice of a wider tensor (rows strided), as in vLLM */
+    OPREG__TRY(opreg__chk_rows(op, "input", input));
     OPREG__TRY(opreg__chk_tensor(op, "residual", residual, OPREG__DTS_FLOAT, -2));
     OPREG__TRY(opreg__chk_same_dtype(op, "residual", residual, "input", input));
     OPREG__TRY(opreg__chk_same_shape(op, "residual", residual, "input", input));

@@ -62,7 +62,7 @@ opreg__ref_paged_attention_v1(const opreg_tensor *out, const opreg_tensor *query
         for (int64_t h = 0; h < hq; h++) {
             int64_t kvh = h / group, l = len[s];
             const void *q = (const char *)opreg__ptr(query) +
-                            (size_t)((s * hq + h) * d) * opreg__dtype_bytes(qdt);
+                            (size_t)(s * opreg__stride(query, 0) + h * d) * opreg__dtype_bytes(qdt);
             double mx = -INFINITY, sum = 0.0;
             double slope = alibi_slopes ? ((const float *)opreg__ptr(alibi_slopes))[h] : 0.0;
             for (int64_t j = 0; j < l; j++) {

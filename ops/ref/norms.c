@@ -44,7 +44,7 @@ opreg_status opreg__ref_fused_add_rms_norm(const opreg_tensor *input, const opre
                                            const opreg_tensor *weight, double epsilon) {
     const char *op = "_C::fused_add_rms_norm";
     int dt;
-    int64_t rows, h;
+    int64_t rows, h, in_stride;
     size_t es;
     OPREG__TRY(opreg__check_fused_add_rms_norm(input, residual, weight, epsilon));
     OPREG__TRY(opreg__chk_cpu(op, "input", input));
@@ -52,9 +52,10 @@ opreg_status opreg__ref_fused_add_rms_norm(const opreg_tensor *input, const opre
     es = opreg__dtype_bytes(dt);
     h = input->shape[input->ndim - 1];
     rows = opreg__rows(input);
+    in_stride = opreg__row_stride(input);
     if (h == 0) return OPREG_OK;
     for (int64_t r = 0; r < rows; r++) {
-        char *x = (char *)opreg__ptr(input) + (size_t)(r * h) * es;
+        char *x = (char *)opreg__ptr(input) + (size_t)(r * in_stride) * es;
         char *res = (char *)opreg__ptr(residual) + (size_t)(r * h) * es;
         /* z = (T)(x + residual) goes to residual; the norm reads the rounded z. */
         for (int64_t i = 0; i < h; i++)

@@ -273,8 +273,8 @@ CPU_KERNEL(paged_attention_v1, 1, "query") {
     if (q->shape[2] > OPREG__CPU_PA_MAX_HEAD || bs > OPREG__CPU_PA_MAX_BLOCK)
         return cpu_ref_paged_attention_v1(NULL, NULL, args, NULL);
     OPREG__TRY(opreg__check_paged_attention_v1_data(kc, bt, lens, bs, IV(9)));
-    opreg__cpu_paged_attention_v1(opreg__ptr(out), opreg__ptr(q), opreg__ptr(kc), opreg__ptr(vc),
-                                  opreg__ptr(bt), opreg__ptr(lens),
+    opreg__cpu_paged_attention_v1(opreg__ptr(out), opreg__ptr(q), opreg__stride(q, 0),
+                                  opreg__ptr(kc), opreg__ptr(vc), opreg__ptr(bt), opreg__ptr(lens),
                                   alibi ? opreg__ptr(alibi) : NULL, q->shape[0], q->shape[1], IV(4),
                                   q->shape[2], kc->shape[4], bs, opreg__block_stride(kc),
                                   opreg__block_stride(vc), bt->shape[1], (float)FV(5),

@@ -43,12 +43,12 @@
 
 typedef struct op_case {
     const char *op;
-    const char *shapes[8];
+    const char *shapes[12];
 } op_case;
 
 static const op_case cases[] = {
     { "rms_norm", { NORM, "tokens=5,hidden=33,row_pad=7" } },
-    { "fused_add_rms_norm", { NORM } },
+    { "fused_add_rms_norm", { NORM, "tokens=5,hidden=33,row_pad=7" } },
     { "silu_and_mul", { NORM } },
     { "gelu_and_mul", { NORM } },
     { "gelu_tanh_and_mul", { NORM } },
@@ -78,8 +78,10 @@ static const op_case cases[] = {
         "seqs=2,heads=2,kv_heads=2,head_size=80,max_seq_len=50,block_size=8,blocks=16,kv_fp8=1",
         "seqs=2,heads=8,kv_heads=1,head_size=32,max_seq_len=9,block_size=1,blocks=20",
         "seqs=1,heads=12,kv_heads=12,head_size=256,max_seq_len=70,block_size=32,blocks=3",
-        "seqs=3,heads=4,kv_heads=2,head_size=64,max_seq_len=40,block_size=16,blocks=9,kv_split="
-        "1" } },
+        "seqs=3,heads=4,kv_heads=2,head_size=64,max_seq_len=40,block_size=16,blocks=9,"
+        "kv_split=1",
+        "seqs=4,heads=2,kv_heads=1,head_size=32,max_seq_len=20,block_size=8,blocks=12,"
+        "row_pad=64" } },
     { "cutlass_scaled_mm",
       { GEMM, "tokens=9,hidden=40,out_features=24,per_token=1,per_channel=1,row_pad=5",
         "tokens=6,hidden=32,out_features=10,fp8=1,per_channel=1" } },
@@ -147,7 +149,7 @@ static void run_table(void) {
         }
         for (int dt = 0; dt < 32; dt++) {
             if (!(e->dtypes & (1u << dt))) continue;
-            for (size_t s = 0; s < 8 && cases[c].shapes[s]; s++) {
+            for (size_t s = 0; s < 12 && cases[c].shapes[s]; s++) {
                 run_one(op, full, dt, cases[c].shapes[s]);
                 runs++;
             }

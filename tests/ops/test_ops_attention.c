@@ -133,7 +133,7 @@ TEST(bad_inputs) {
     EXPECT_REFUSED(SH, "'value_cache': expected size 16 in dim 2", P);
     SET();
     tt_set_strides(Q, (int64_t[]){ 64, 1, 4 });
-    EXPECT_REFUSED(SH, "'query': must be contiguous", P);
+    EXPECT_REFUSED(SH, "'query': each sequence must be contiguous", P);
     SET();
     BT->dtype = DT(I64);
     EXPECT_REFUSED(SH, "'block_tables': expected dtype i32", P);

@@ -60,7 +60,7 @@ static void attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, int64
     for (int64_t g = 0; g < nh; g++) {
         int64_t h = h0 + g;
         for (int64_t i = 0; i < d; i++) {
-            q[g][i] = opreg__cpu_ld(a->dt, a->q, (s * a->hq + h) * d + i);
+            q[g][i] = opreg__cpu_ld(a->dt, a->q, s * a->q_stride + h * d + i);
             acc[g][i] = 0.0f;
         }
         m[g] = -INFINITY;
@@ -111,10 +111,11 @@ void opreg__cpu_pa_portable_range(const void *p, int64_t r0, int64_t r1) {
     }
 }
 
-void opreg__cpu_paged_attention_v1(void *out, const void *query, const void *key_cache,
-                                   const void *value_cache, const int32_t *block_tables,
-                                   const int32_t *seq_lens, const float *alibi_slopes, int64_t seqs,
-                                   int64_t heads, int64_t kv_heads, int64_t head_size, int64_t x,
+void opreg__cpu_paged_attention_v1(void *out, const void *query, int64_t q_stride,
+                                   const void *key_cache, const void *value_cache,
+                                   const int32_t *block_tables, const int32_t *seq_lens,
+                                   const float *alibi_slopes, int64_t seqs, int64_t heads,
+                                   int64_t kv_heads, int64_t head_size, int64_t x,
                                    int64_t block_size, int64_t key_block_stride,
                                    int64_t value_block_stride, int64_t max_blocks, float scale,
                                    int dtype, int kv_kind, float kv_scale) {
@@ -123,6 +124,7 @@ void opreg__cpu_paged_attention_v1(void *out, const void *query, const void *key
     int64_t bytes = 0, es = kv_kind ? 1 : (int64_t)opreg__cpu_es(dtype);
     a.out = out;
     a.q = query;
+    a.q_stride = q_stride;
     a.kc = key_cache;
     a.vc = value_cache;
     a.bt = block_tables;

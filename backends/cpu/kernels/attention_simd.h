@@ -71,7 +71,7 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
         for (int64_t c = 0; c < d / x; c++)
             for (int64_t k = 0; k < w; k++)
                 qpat[g][c * w + k] =
-                    opreg__cpu_ld(a->dt, a->q, (s * a->hq + h) * d + c * x + k % x);
+                    opreg__cpu_ld(a->dt, a->q, s * a->q_stride + h * d + c * x + k % x);
         for (int64_t i = 0; i < d; i++)
             acc[g][i] = 0.0f;
         m[g] = -INFINITY;

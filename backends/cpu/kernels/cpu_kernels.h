@@ -137,8 +137,9 @@ void opreg__cpu_reshape_and_cache_flash_generic(
 #define OPREG__CPU_PA_MAX_HEAD  256
 #define OPREG__CPU_PA_MAX_BLOCK 32
 
-/* paged_attention_v1 (ops-reference §3.7) for checked arguments: query and
- * out [seqs, heads, head_size] contiguous in @p dtype; key_cache
+/* paged_attention_v1 (ops-reference §3.7) for checked arguments: out
+ * [seqs, heads, head_size] contiguous in @p dtype, query the same shape with
+ * its sequences @p q_stride elements apart (heads dense); key_cache
  * [blocks, kv_heads, head_size/x, block_size, x] and value_cache
  * [blocks, kv_heads, head_size, block_size], dense within a block, blocks
  * @p key_block_stride and @p value_block_stride elements apart, in @p dtype (kv_kind 0) or fp8
@@ -146,10 +147,11 @@ void opreg__cpu_reshape_and_cache_flash_generic(
  * block_tables [seqs, max_blocks] and seq_lens [seqs] whose entries the
  * data check has validated; alibi_slopes [heads] or NULL. f32 arithmetic
  * with an online softmax; an empty sequence gives zeros. */
-void opreg__cpu_paged_attention_v1(void *out, const void *query, const void *key_cache,
-                                   const void *value_cache, const int32_t *block_tables,
-                                   const int32_t *seq_lens, const float *alibi_slopes, int64_t seqs,
-                                   int64_t heads, int64_t kv_heads, int64_t head_size, int64_t x,
+void opreg__cpu_paged_attention_v1(void *out, const void *query, int64_t q_stride,
+                                   const void *key_cache, const void *value_cache,
+                                   const int32_t *block_tables, const int32_t *seq_lens,
+                                   const float *alibi_slopes, int64_t seqs, int64_t heads,
+                                   int64_t kv_heads, int64_t head_size, int64_t x,
                                    int64_t block_size, int64_t key_block_stride,
                                    int64_t value_block_stride, int64_t max_blocks, float scale,
                                    int dtype, int kv_kind, float kv_scale);

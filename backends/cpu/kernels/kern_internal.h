@@ -77,6 +77,7 @@ struct opreg__pa_args {
     const float *alibi;
     int64_t hq, hkv, d, x, bs, max_blocks;
     int64_t kblk, vblk; /* block strides of the caches, elements */
+    int64_t q_stride;   /* from one sequence's query to the next, elements */
     float scale;
     int dt, kind;
     float lut[256];
