@@ -13,10 +13,11 @@
 
 static const struct {
     const char *op;
-    const char *shapes[3]; /* beside the defaults; NULL-terminated */
+    const char *shapes[5]; /* beside the defaults; NULL-terminated */
 } cases[] = {
     { "rms_norm", { "tokens=3,hidden=1001", "tokens=1,hidden=8192", NULL } },
-    { "fused_add_rms_norm", { "tokens=3,hidden=1001", "tokens=1,hidden=8192", NULL } },
+    { "fused_add_rms_norm",
+      { "tokens=3,hidden=1001", "tokens=1,hidden=8192", "tokens=9,hidden=520,row_pad=8", NULL } },
     { "silu_and_mul", { "tokens=5,hidden=501", "tokens=1,hidden=4096", NULL } },
     { "gelu_and_mul", { "tokens=5,hidden=501", NULL } },
     { "gelu_tanh_and_mul", { "tokens=5,hidden=501", NULL } },
@@ -25,16 +26,24 @@ static const struct {
     { "gelu_quick", { "tokens=5,hidden=1001", NULL } },
     { "rotary_embedding",
       { "tokens=7,heads=3,kv_heads=1,head_size=64,rot_dim=32,gptj=1",
-        "tokens=1,heads=2,kv_heads=2,head_size=80", NULL } },
+        "tokens=1,heads=2,kv_heads=2,head_size=80",
+        "tokens=9,heads=3,kv_heads=1,head_size=64,row_pad=64",
+        "tokens=6,heads=2,kv_heads=2,head_size=32,qk_3d=1,row_pad=3", NULL } },
     { "batched_rotary_embedding",
       { "tokens=7,heads=3,kv_heads=1,head_size=64,rot_dim=32,gptj=1", NULL } },
     { "reshape_and_cache",
       { "tokens=13,kv_heads=2,head_size=64,blocks=8,block_size=16,kv_fp8=1",
-        "tokens=5,kv_heads=3,head_size=32,blocks=4,block_size=8", NULL } },
+        "tokens=5,kv_heads=3,head_size=32,blocks=4,block_size=8",
+        "tokens=21,kv_heads=2,head_size=32,blocks=6,block_size=4,kv_split=1,row_pad=8", NULL } },
     { "reshape_and_cache_flash",
-      { "tokens=13,kv_heads=2,head_size=64,blocks=8,block_size=16,kv_fp8=1", NULL } },
-    { "copy_blocks", { "layers=3,pairs=5,blocks=16,kv_heads=2,head_size=32,block_size=8", NULL } },
-    { "swap_blocks", { "pairs=5,blocks=16,kv_heads=2,head_size=32,block_size=8", NULL } },
+      { "tokens=13,kv_heads=2,head_size=64,blocks=8,block_size=16,kv_fp8=1",
+        "tokens=21,kv_heads=2,head_size=32,blocks=6,block_size=4,kv_split=1", NULL } },
+    { "copy_blocks",
+      { "layers=3,pairs=5,blocks=16,kv_heads=2,head_size=32,block_size=8",
+        "layers=2,pairs=3,blocks=8,kv_heads=2,head_size=32,block_size=4,kv_split=1", NULL } },
+    { "swap_blocks",
+      { "pairs=5,blocks=16,kv_heads=2,head_size=32,block_size=8",
+        "pairs=3,blocks=8,kv_heads=2,head_size=32,block_size=4,kv_split=1", NULL } },
     { "static_scaled_fp8_quant", { "tokens=3,hidden=1001", NULL } },
     { "dynamic_scaled_fp8_quant", { "tokens=3,hidden=1001", NULL } },
     { "static_scaled_int8_quant", { "tokens=3,hidden=1001", NULL } },
@@ -43,7 +52,10 @@ static const struct {
     { "topk_softmax", { "tokens=33,experts=67,topk=5", NULL } },
     { "paged_attention_v1",
       { "seqs=3,heads=4,kv_heads=2,head_size=64,max_seq_len=100,block_size=16,alibi=1",
-        "seqs=2,heads=8,kv_heads=1,head_size=128,max_seq_len=300,block_size=16,kv_fp8=1", NULL } },
+        "seqs=2,heads=8,kv_heads=1,head_size=128,max_seq_len=300,block_size=16,kv_fp8=1",
+        "seqs=3,heads=4,kv_heads=2,head_size=64,max_seq_len=40,block_size=16,blocks=9,kv_split=1,"
+        "row_pad=64",
+        NULL } },
     { "cutlass_scaled_mm",
       { "tokens=65,hidden=130,out_features=67,per_token=1,per_channel=1",
         "tokens=1,hidden=32,out_features=5,bias=0", NULL } },
@@ -116,7 +128,7 @@ TEST(every_op_and_dtype_matches_the_reference) {
         const uint32_t hosts[3] = { (1u << 0) | (1u << 2), (1u << 1) | (1u << 2), 1u << 2 };
         for (int dt = 0; dt < 32; dt++) {
             if (!((b->dtypes >> dt) & 1u)) continue;
-            for (int s = -1; s < 3 && (s < 0 || cases[c].shapes[s]); s++)
+            for (int s = -1; s < 5 && (s < 0 || cases[c].shapes[s]); s++)
                 for (int h = 0; h < (swap ? 3 : 1); h++)
                     run_one(op, dt, s < 0 ? "" : cases[c].shapes[s], swap ? hosts[h] : 0);
         }
