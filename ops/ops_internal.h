@@ -71,9 +71,10 @@ static inline int64_t opreg__numel(const opreg_tensor *t) {
     return n;
 }
 
-/* First element's address. */
+/* First element's address; NULL for a tensor without data (Meta, or
+ * empty), where adding even a zero offset would be undefined. */
 static inline void *opreg__ptr(const opreg_tensor *t) {
-    return (char *)t->data + t->byte_offset;
+    return t->data ? (char *)t->data + t->byte_offset : NULL;
 }
 
 static inline int opreg__is_meta(const opreg_tensor *t) {

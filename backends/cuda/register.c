@@ -33,7 +33,7 @@ static rows rows_of(const opreg_tensor *t) {
     rows r;
     r.width = t->ndim ? t->shape[t->ndim - 1] : 1;
     r.n = r.width ? opreg__numel(t) / r.width : 0;
-    r.stride = t->ndim >= 2 ? opreg__stride(t, t->ndim - 2) : r.width;
+    r.stride = opreg__row_stride(t); /* dims of size 1 have no stride that matters */
     return r;
 }
 

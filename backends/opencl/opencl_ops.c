@@ -121,10 +121,13 @@ static opreg_status launch(struct ocl_device *d, enum ocl_kernel k, int dt, cons
         if (try_st_ != OPREG_OK) return try_st_;                                                   \
     } while (0)
 
-/* Rows of a tensor whose leading dims collapse: the stride of dim -2. */
+/* Rows of a tensor whose leading dims collapse (the checks' rule): the
+ * stride of the innermost leading dim of size > 1, as a dim of size 1 has
+ * no stride that matters; the width for a single row. */
 static int64_t row_stride(const DLTensor *t) {
     int n = t->ndim;
-    if (n >= 2 && t->strides) return t->strides[n - 2];
+    for (int d = n - 2; d >= 0 && t->strides; d--)
+        if (t->shape[d] > 1) return t->strides[d];
     return n ? t->shape[n - 1] : 1;
 }
 
@@ -149,7 +152,7 @@ OCL_KERNEL(fused_add_rms_norm, 4) {
     const DLTensor *in = T(0), *res = T(1), *w = T(2);
     int64_t h = in->shape[in->ndim - 1], rows = h ? numel(in) / h : 0;
     /* input's rows may be strided (the checks allow a slice) */
-    int64_t in_stride = rows > 1 && in->strides && in->ndim >= 2 ? in->strides[in->ndim - 2] : h;
+    int64_t in_stride = row_stride(in);
     struct buf bi, br, bw;
     TRY(buf_of(&bi, op, "input", in));
     TRY(buf_of(&br, op, "residual", res));
@@ -218,8 +221,8 @@ OCL_KERNEL(rotary_embedding, 6) {
     for (int i = pos->ndim; i < k->ndim; i++)
         k_row *= k->shape[i];
     /* tokens may lie further apart than a row (the checks allow a view) */
-    int64_t q_step = tokens > 1 && q->strides ? q->strides[pos->ndim - 1] : q_row;
-    int64_t k_step = tokens > 1 && k->strides ? k->strides[pos->ndim - 1] : k_row;
+    int64_t q_step = q->ndim == pos->ndim + 1 ? row_stride(q) : q->strides ? q->strides[0] : q_row;
+    int64_t k_step = k->ndim == pos->ndim + 1 ? row_stride(k) : k->strides ? k->strides[0] : k_row;
     struct buf bp, bq, bk, bc;
     TRY(buf_of(&bp, op, "positions", pos));
     TRY(buf_of(&bq, op, "query", q));

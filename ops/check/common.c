@@ -50,6 +50,29 @@ static void dtype_set_text(uint32_t set, char *buf, size_t cap) {
     }
 }
 
+/* The element count, and the span the strides reach, fit in int64_t bytes
+ * (16 bytes an element at most), so that no later product overflows: no
+ * buffer is that large, so such a tensor cannot be real. */
+static opreg_status chk_extent(const char *op, const char *arg, const opreg_tensor *t) {
+    int64_t n = 1, span = 0, part;
+    for (int d = 0; d < t->ndim; d++)
+        if (__builtin_mul_overflow(n, t->shape[d], &n) || n > INT64_MAX / 16)
+            return opreg__fail(OPREG_ERR_SHAPE,
+                               "%s: argument '%s': its sizes multiply past 2^63 bytes", op, arg);
+    if (n == 0 || !t->strides) return OPREG_OK;
+    for (int d = 0; d < t->ndim; d++) {
+        int64_t s = t->strides[d] < 0 ? -(t->strides[d] + 1) : t->strides[d]; /* |s| - (s < 0) */
+        if (__builtin_mul_overflow(t->shape[d] - 1, s, &part) ||
+            __builtin_add_overflow(span, part, &span) || span > INT64_MAX / 32)
+            return opreg__fail(
+                OPREG_ERR_SHAPE,
+                "%s: argument '%s': its strides reach past 2^63 bytes (stride %" PRId64
+                " in dim %d)",
+                op, arg, t->strides[d], d);
+    }
+    return OPREG_OK;
+}
+
 opreg_status opreg__chk_tensor(const char *op, const char *arg, const opreg_tensor *t,
                                uint32_t dtypes, int ndim) {
     int dt;
@@ -70,6 +93,7 @@ opreg_status opreg__chk_tensor(const char *op, const char *arg, const opreg_tens
             return opreg__fail(OPREG_ERR_SHAPE,
                                "%s: argument '%s': negative size %" PRId64 " in dim %d", op, arg,
                                t->shape[d], d);
+    OPREG__TRY(chk_extent(op, arg, t));
     dt = opreg__dtype_of(t);
     if (dt == OPREG__DT_NONE || dt >= 32 || !(dtypes & (1u << dt))) {
         char want[256];
@@ -109,23 +133,33 @@ opreg_status opreg__chk_contig(const char *op, const char *arg, const opreg_tens
     return OPREG_OK;
 }
 
+/* Leading dims of size 1 have no stride that matters: the rows step along
+ * the innermost leading dim of size > 1, and each outer one of size > 1
+ * steps over all the rows inside it. */
 opreg_status opreg__chk_rows(const char *op, const char *arg, const opreg_tensor *t) {
-    int n = t->ndim;
+    int n = t->ndim, inner = -1;
+    int64_t below = 1; /* rows inside the dim being checked */
     if (!t->strides || n == 0 || opreg__numel(t) == 0) return OPREG_OK;
     if (t->shape[n - 1] > 1 && t->strides[n - 1] != 1)
         return opreg__fail(OPREG_ERR_SHAPE,
                            "%s: argument '%s': last dim must have stride 1, got %" PRId64, op, arg,
                            t->strides[n - 1]);
-    for (int d = n - 3; d >= 0; d--)
-        if (t->shape[d] > 1 && t->strides[d] != t->strides[d + 1] * t->shape[d + 1])
+    for (int d = n - 2; d >= 0; d--) {
+        if (t->shape[d] <= 1) continue;
+        if (inner < 0) {
+            inner = d;
+        } else if (t->strides[d] != t->strides[inner] * below) {
             return opreg__fail(OPREG_ERR_SHAPE,
                                "%s: argument '%s': leading dims must collapse "
                                "into rows (stride %" PRId64 " in dim %d)",
                                op, arg, t->strides[d], d);
-    if (n >= 2 && t->shape[n - 2] > 1 && t->strides[n - 2] < t->shape[n - 1])
+        }
+        below *= t->shape[d];
+    }
+    if (inner >= 0 && t->strides[inner] < t->shape[n - 1])
         return opreg__fail(OPREG_ERR_SHAPE,
                            "%s: argument '%s': rows overlap (row stride %" PRId64 " < %" PRId64 ")",
-                           op, arg, t->strides[n - 2], t->shape[n - 1]);
+                           op, arg, t->strides[inner], t->shape[n - 1]);
     return OPREG_OK;
 }
 
@@ -173,7 +207,9 @@ int64_t opreg__rows(const opreg_tensor *t) {
 
 int64_t opreg__row_stride(const opreg_tensor *t) {
     if (t->ndim < 2) return t->ndim == 1 ? t->shape[0] : 1;
-    return opreg__stride(t, t->ndim - 2);
+    for (int d = t->ndim - 2; d >= 0; d--)
+        if (t->shape[d] > 1) return opreg__stride(t, d);
+    return t->shape[t->ndim - 1]; /* one row */
 }
 
 opreg_status opreg__chk_same_dtype(const char *op, const char *arg, const opreg_tensor *t,

@@ -52,8 +52,9 @@ int64_t opreg__rotary_token_stride(const opreg_tensor *qk, const opreg_tensor *p
     for (int d = positions->ndim; d < qk->ndim; d++)
         row *= qk->shape[d];
     if (opreg__numel(positions) <= 1) return row;
-    /* dim pn - 1 holds the last token index ([T, ...] or [B, S, ...]) */
-    return opreg__stride(qk, positions->ndim - 1);
+    /* positions.shape + [heads * head_size]: rows as opreg__chk_rows has
+     * them; [T, heads, head_size]: dim 0 */
+    return qk->ndim == positions->ndim + 1 ? opreg__row_stride(qk) : opreg__stride(qk, 0);
 }
 
 static opreg_status check_common(const char *op, const opreg_tensor *positions,

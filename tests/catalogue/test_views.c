@@ -377,6 +377,93 @@ TEST(block_copies_on_halves_of_one_cache) {
     opreg_tensor_free(kv), opreg_tensor_free(dense), opreg_tensor_free(map);
 }
 
+/* A dim of size 1 has no stride that matters: a view whose size-1 dims
+ * carry any stride is dense, and the kernels step rows along the dims that
+ * have more than one. (The CPU kernels took the stride of dim -2 and wrote
+ * past the buffer.) */
+TEST(size_one_dims_with_any_stride) {
+    const opreg_op *gelu = find("_C::gelu_new"), *silu = find("_C::silu_and_mul");
+    enum { R = 8 };
+    DLTensor *in = buffer(OPREG_DTYPE_F32, R * 4), *out = buffer(OPREG_DTYPE_F32, R * 2);
+    DLTensor *want = buffer(OPREG_DTYPE_F32, R * 2);
+    fill(in, R * 4, 2.0f);
+    DLTensor *o1 = view(out, 3, (int64_t[]){ R, 1, 1 }, (int64_t[]){ 1, 100, 1 }, 0);
+    DLTensor *i1 = view(in, 3, (int64_t[]){ R, 1, 1 }, NULL, 0);
+    DLTensor *w1 = view(want, 3, (int64_t[]){ R, 1, 1 }, NULL, 0);
+    opreg_value a[2] = { opreg_tensor_value(o1), opreg_tensor_value(i1) };
+    opreg_value b[2] = { opreg_tensor_value(w1), opreg_tensor_value(i1) };
+    CHECK_EQ_INT(call(gelu, OPREG_KEY_CPU, a, 2), OPREG_OK);
+    CHECK_EQ_INT(call(gelu, OPREG_KEY_REFERENCE, b, 2), OPREG_OK);
+    for (int i = 0; i < R; i++)
+        CHECK(fabsf(((float *)out->data)[i] - ((float *)want->data)[i]) < 1e-5f);
+    DLTensor *o2 = view(out, 3, (int64_t[]){ R, 1, 2 }, (int64_t[]){ 2, 100, 1 }, 0);
+    DLTensor *i2 = view(in, 3, (int64_t[]){ R, 1, 4 }, (int64_t[]){ 4, 7, 1 }, 0);
+    DLTensor *w2 = view(want, 3, (int64_t[]){ R, 1, 2 }, NULL, 0);
+    a[0] = opreg_tensor_value(o2), a[1] = opreg_tensor_value(i2);
+    b[0] = opreg_tensor_value(w2), b[1] = opreg_tensor_value(i2);
+    CHECK_EQ_INT(call(silu, OPREG_KEY_CPU, a, 2), OPREG_OK);
+    CHECK_EQ_INT(call(silu, OPREG_KEY_REFERENCE, b, 2), OPREG_OK);
+    for (int i = 0; i < R * 2; i++)
+        CHECK(fabsf(((float *)out->data)[i] - ((float *)want->data)[i]) < 1e-5f);
+    opreg_tensor_free(o1), opreg_tensor_free(i1), opreg_tensor_free(w1), opreg_tensor_free(o2);
+    opreg_tensor_free(i2), opreg_tensor_free(w2), opreg_tensor_free(in), opreg_tensor_free(out);
+    opreg_tensor_free(want);
+}
+
+/* Sizes whose product, or strides whose span, pass 2^63 bytes cannot
+ * describe a buffer: refused before anything multiplies them. */
+TEST(sizes_and_strides_past_the_address_space_refused) {
+    const opreg_op *op = find("_C::rms_norm");
+    DLTensor *x = buffer(OPREG_DTYPE_F32, 16), *w = buffer(OPREG_DTYPE_F32, 8);
+    /* opreg_tensor_view() refuses such shapes; a caller's own DLTensor may not */
+    int64_t huge_shape[2] = { (int64_t)1 << 62, 2 };
+    DLTensor huge_t = *x;
+    huge_t.ndim = 2;
+    huge_t.shape = huge_shape;
+    huge_t.strides = NULL;
+    DLTensor *huge = &huge_t;
+    DLTensor *w2 = view(w, 1, (int64_t[]){ 2 }, NULL, 0);
+    opreg_value a[4] = { opreg_tensor_value(huge), opreg_tensor_value(huge), opreg_tensor_value(w2),
+                         opreg_float_value(0.125) };
+    CHECK_EQ_INT(opreg_call_boxed_key(op, OPREG_KEY_CPU, a, 4, NULL, 0, NULL, 0), OPREG_ERR_SHAPE);
+    CHECK_EQ_STR(opreg_last_error(),
+                 "_C::rms_norm: argument 'input': its sizes multiply past 2^63 bytes");
+    int64_t far_shape[2] = { 2, 8 }, far_strides[2] = { (int64_t)1 << 62, 1 };
+    DLTensor far_t = *x;
+    far_t.ndim = 2;
+    far_t.shape = far_shape;
+    far_t.strides = far_strides;
+    DLTensor *far = &far_t;
+    DLTensor *o = view(x, 2, (int64_t[]){ 2, 8 }, NULL, 0);
+    a[0] = opreg_tensor_value(o), a[1] = opreg_tensor_value(far), a[2] = opreg_tensor_value(w);
+    CHECK_EQ_INT(opreg_call_boxed_key(op, OPREG_KEY_CPU, a, 4, NULL, 0, NULL, 0), OPREG_ERR_SHAPE);
+    CHECK_EQ_STR(opreg_last_error(), "_C::rms_norm: argument 'input': its strides reach past 2^63 "
+                                     "bytes (stride 4611686018427387904 in dim 0)");
+    opreg_tensor_free(w2), opreg_tensor_free(o);
+    opreg_tensor_free(x), opreg_tensor_free(w);
+}
+
+/* Tensors with no data: an empty CPU tensor, and Meta tensors handed to the
+ * Reference key, which refuses them; neither computes an address from NULL
+ * (undefined, which UBSan reports). */
+TEST(tensors_without_data) {
+    const opreg_op *silu = find("_C::silu_and_mul"), *gelu = find("_C::gelu_fast");
+    DLTensor *o = NULL, *i = NULL, *mo = NULL, *mi = NULL;
+    CHECK_EQ_INT(opreg_tensor_empty_cpu(&o, OPREG_DTYPE_F32, 2, (int64_t[]){ 0, 8 }), OPREG_OK);
+    CHECK_EQ_INT(opreg_tensor_empty_cpu(&i, OPREG_DTYPE_F32, 2, (int64_t[]){ 0, 16 }), OPREG_OK);
+    void *od = o->data, *id = i->data;
+    o->data = i->data = NULL;
+    opreg_value a[2] = { opreg_tensor_value(o), opreg_tensor_value(i) };
+    CHECK_EQ_INT(call(silu, OPREG_KEY_CPU, a, 2), OPREG_OK);
+    o->data = od, i->data = id;
+    CHECK_EQ_INT(opreg_tensor_empty_meta(&mo, OPREG_DTYPE_F32, 1, (int64_t[]){ 4 }), OPREG_OK);
+    CHECK_EQ_INT(opreg_tensor_empty_meta(&mi, OPREG_DTYPE_F32, 1, (int64_t[]){ 4 }), OPREG_OK);
+    a[0] = opreg_tensor_value(mo), a[1] = opreg_tensor_value(mi);
+    CHECK(opreg_call_boxed_key(gelu, OPREG_KEY_REFERENCE, a, 2, NULL, 0, NULL, 0) != OPREG_OK);
+    CHECK(opreg_last_error()[0] != '\0');
+    opreg_tensor_free(o), opreg_tensor_free(i), opreg_tensor_free(mo), opreg_tensor_free(mi);
+}
+
 int main(void) {
     RUN(reshape_and_cache_flash_into_halves_of_one_cache);
     RUN(reshape_and_cache_into_halves_of_one_cache);
@@ -384,5 +471,8 @@ int main(void) {
     RUN(paged_attention_on_halves_of_one_cache);
     RUN(rotary_on_slices_of_fused_qkv);
     RUN(block_copies_on_halves_of_one_cache);
+    RUN(size_one_dims_with_any_stride);
+    RUN(sizes_and_strides_past_the_address_space_refused);
+    RUN(tensors_without_data);
     return test_summary();
 }
