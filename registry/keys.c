@@ -93,21 +93,35 @@ int32_t opreg__key_of_type_slow(int32_t device_type) {
     return OPREG__KEY_UNKNOWN;
 }
 
+/* Nothing past what struct_size covers is read: the size first, then the
+ * version, then the name (only when the table holds it). */
 static opreg_status check_table(const opreg_backend *b) {
     if (!b) return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "backend: the table is NULL");
+    if (b->struct_size < offsetof(opreg_backend, name))
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                           "backend: struct_size %u is too small for an opreg_backend",
+                           b->struct_size);
+    bool has_name = b->struct_size >= offsetof(opreg_backend, name) + sizeof b->name;
     unsigned major = b->abi_version >> 16, ours = OPREG_BACKEND_ABI_VERSION >> 16;
     if (major != ours)
         return opreg__fail(OPREG_ERR_ABI_MISMATCH,
                            "backend '%s': ABI version %u.%u is not compatible with this "
                            "library's %u.%u (major versions differ)",
-                           b->name ? b->name : "?", major, b->abi_version & 0xffffu, ours,
-                           OPREG_BACKEND_ABI_VERSION & 0xffffu);
+                           has_name && b->name ? b->name : "?", major, b->abi_version & 0xffffu,
+                           ours, OPREG_BACKEND_ABI_VERSION & 0xffffu);
     if (b->struct_size < offsetof(opreg_backend, is_available))
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
                            "backend: struct_size %u is too small for an opreg_backend",
                            b->struct_size);
     if (!b->name || !*b->name || strlen(b->name) >= sizeof keys[0].display)
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "backend: name must be 1 to 31 characters");
+    /* memory that could not be given back would leak with every tensor */
+    bool has_alloc = b->struct_size >= offsetof(opreg_backend, alloc) + sizeof b->alloc && b->alloc;
+    bool has_free = b->struct_size >= offsetof(opreg_backend, free) + sizeof b->free && b->free;
+    if (has_alloc && !has_free)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                           "backend '%s': it has alloc but no free (struct_size %u)", b->name,
+                           b->struct_size);
     return OPREG_OK;
 }
 

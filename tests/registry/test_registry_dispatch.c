@@ -169,6 +169,21 @@ TEST(plugin_key_registered_after_tables_were_built) {
     snprintf(want, sizeof want, "ABI version 2.5 is not compatible with this library's %u.%u",
              OPREG_BACKEND_ABI_VERSION >> 16, OPREG_BACKEND_ABI_VERSION & 0xffffu);
     CHECK_CONTAINS(opreg_last_error(), want);
+    /* Nothing past struct_size is read (an 8-byte table has no name), and a
+     * table that can allocate but not free is refused. */
+    struct {
+        uint32_t struct_size, abi_version;
+    } tiny = { 8, OPREG_BACKEND_ABI_VERSION };
+    CHECK_STATUS(opreg_key_register(&again, (const opreg_backend *)(const void *)&tiny),
+                 OPREG_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(opreg_last_error(), "struct_size 8 is too small");
+    opreg_backend half = be;
+    half.name = "half";
+    half.device_type = 1234;
+    half.abi_version = OPREG_BACKEND_ABI_VERSION;
+    half.free = NULL;
+    CHECK_STATUS(opreg_key_register(&again, &half), OPREG_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(opreg_last_error(), "backend 'half': it has alloc but no free");
     CHECK_OK(opreg_key_find(&again, "VULKAN"));
     CHECK_EQ_INT(again, key);
     /* No kernel yet: the tables built before the key know no kernel for it. */
