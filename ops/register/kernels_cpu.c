@@ -137,6 +137,7 @@ GATED(gelu_tanh_and_mul)
         size_t es = opreg__dtype_bytes(dt);                                                        \
         bool flat = ro.stride == ro.width && ri.stride == ri.width;                                \
         int64_t n = flat ? ri.n * ri.width : ri.width, nrows = flat ? 1 : ri.n;                    \
+        if (n == 0) return OPREG_OK; /* no address to form: data may be NULL */                    \
         for (int64_t r = 0; r < nrows; r++) {                                                      \
             void *po = (char *)opreg__ptr(out) + (size_t)(r * ro.stride) * es;                     \
             const void *pi = (const char *)opreg__ptr(in) + (size_t)(r * ri.stride) * es;          \
