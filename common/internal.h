@@ -1,11 +1,13 @@
-/* Helpers shared by every layer of the library: error reporting and logging.
- * Not installed; names carry the opreg__ prefix. */
+/* Helpers shared by every layer of the library: error reporting, logging and
+ * an unaligned word load. Not installed; names carry the opreg__ prefix. */
 #ifndef OPREG_COMMON_INTERNAL_H
 #define OPREG_COMMON_INTERNAL_H
 
 #include "opreg/common.h"
 
 #include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
 
 /* Test builds (OPREG_FAULT_INJECTION): the library's allocations go through
  * the counter of common/fault.c, which a test arms to fail the Nth one.
@@ -51,5 +53,14 @@ void opreg__log(opreg_log_level level, const char *fmt, ...) OPREG__PRINTF(2, 3)
         opreg_status opreg__st = (expr);                                                           \
         if (opreg__st != OPREG_OK) return opreg__st;                                               \
     } while (0)
+
+/* Eight bytes at s as one word, in memory order (s must have 8 readable
+ * bytes; any alignment). For the schema lexer's reserved words and the
+ * registry's name hashing and comparison. */
+static inline uint64_t opreg__load8(const char *s) {
+    uint64_t w;
+    memcpy(&w, s, 8);
+    return w;
+}
 
 #endif

@@ -291,13 +291,18 @@ OUT_OF_LINE static opreg_status bind_and_run(const opreg_op *op, const struct op
     return check_and_run(op, t, bound, rets);
 }
 
-opreg_status opreg_call_boxed(const opreg_op *op, const opreg_value *args, size_t nargs,
-                              const opreg_kwarg *kwargs, size_t nkwargs, opreg_value *rets,
-                              size_t nrets) {
-    if (!op) return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_call_boxed: op is NULL");
-    const struct opreg__table *t = opreg__table_of(op);
-    const struct opreg__plan *p = t->plan;
-    if (!p->defined) return t->e[0].fn(NULL, op, args, rets);
+/* What both boxed calls check before anything else: the op is there and
+ * defined, and the arrays agree with their counts. OPREG_OK with *t set
+ * means go on; anything else is the call's answer. */
+static opreg_status preamble(const struct opreg__table **t, const opreg_op *op,
+                             const opreg_value *args, size_t nargs, const opreg_kwarg *kwargs,
+                             size_t nkwargs, opreg_value *rets, size_t nrets) {
+    *t = opreg__table_of(op);
+    const struct opreg__plan *p = (*t)->plan;
+    if (!p->defined) {
+        opreg_status st = (*t)->e[0].fn(NULL, op, args, rets);
+        return st == OPREG_OK ? OPREG_ERR_INTERNAL : st; /* the stub always fails */
+    }
     if ((nargs && !args) || (nkwargs && !kwargs))
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "%s: %s is NULL but its count is not 0",
                            p->op_name, nargs && !args ? "args" : "kwargs");
@@ -305,9 +310,31 @@ opreg_status opreg_call_boxed(const opreg_op *op, const opreg_value *args, size_
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
                            "%s: returns %u values but rets has room for %zu", p->op_name,
                            p->nreturns, rets ? nrets : 0);
+    return OPREG_OK;
+}
+
+opreg_status opreg_call_boxed(const opreg_op *op, const opreg_value *args, size_t nargs,
+                              const opreg_kwarg *kwargs, size_t nkwargs, opreg_value *rets,
+                              size_t nrets) {
+    if (!op) return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_call_boxed: op is NULL");
+    const struct opreg__table *t;
+    OPREG__TRY(preamble(&t, op, args, nargs, kwargs, nkwargs, rets, nrets));
+    const struct opreg__plan *p = t->plan;
     if (nkwargs || nargs != p->nargs || p->has_kwarg_only)
         return bind_and_run(op, t, args, nargs, kwargs, nkwargs, rets);
     return check_and_run(op, t, args, rets);
+}
+
+opreg_status opreg__bind_checked(const struct opreg__table *t, const opreg_value *args,
+                                 size_t nargs, const opreg_kwarg *kwargs, size_t nkwargs,
+                                 opreg_value *bound, int32_t *device_key) {
+    const struct opreg__plan *p = t->plan;
+    OPREG__TRY(bind(bound, p, args, nargs, kwargs, nkwargs));
+    for (uint32_t i = 0; i < p->nargs; i++)
+        OPREG__TRY(check_arg(p, i, &bound[i]));
+    *device_key = OPREG_KEY_CPU;
+    if (p->ntensor) OPREG__TRY(slow_key(device_key, t, bound));
+    return OPREG_OK;
 }
 
 opreg_status opreg_call_boxed_key(const opreg_op *op, opreg_dispatch_key key,
@@ -317,23 +344,12 @@ opreg_status opreg_call_boxed_key(const opreg_op *op, opreg_dispatch_key key,
     if (key < 0 || key >= opreg_key_count())
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
                            "opreg_call_boxed_key: %d is not a backend key", (int)key);
-    const struct opreg__table *t = opreg__table_of(op);
-    const struct opreg__plan *p = t->plan;
-    if (!p->defined) return t->e[0].fn(NULL, op, args, rets);
-    if ((nargs && !args) || (nkwargs && !kwargs))
-        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "%s: %s is NULL but its count is not 0",
-                           p->op_name, nargs && !args ? "args" : "kwargs");
-    if (nrets < p->nreturns || (p->nreturns && !rets))
-        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
-                           "%s: returns %u values but rets has room for %zu", p->op_name,
-                           p->nreturns, rets ? nrets : 0);
-    opreg_value bound[OPREG__MAX_ARGS];
-    OPREG__TRY(bind(bound, p, args, nargs, kwargs, nkwargs));
-    for (uint32_t i = 0; i < p->nargs; i++)
-        OPREG__TRY(check_arg(p, i, &bound[i]));
+    const struct opreg__table *t;
+    OPREG__TRY(preamble(&t, op, args, nargs, kwargs, nkwargs, rets, nrets));
     /* The key is given, but the tensors must still agree on a device. */
+    opreg_value bound[OPREG__MAX_ARGS];
     int32_t device_key;
-    OPREG__TRY(slow_key(&device_key, t, bound));
+    OPREG__TRY(opreg__bind_checked(t, args, nargs, kwargs, nkwargs, bound, &device_key));
     const opreg_dispatch_entry *e = &t->e[key];
     return e->fn(e->context, op, bound, rets);
 }

@@ -4,6 +4,7 @@
  * library closes) brings back the one below. */
 #include "registry/internal.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,12 @@ opreg_status opreg_library_impl(opreg_library *lib, const char *name, opreg_disp
     struct opreg_op *op = NULL;
     opreg_status st = opreg__spares_reserve(reg, 2);
     if (st == OPREG_OK) st = opreg__op_get(&op, reg, buf, len);
+    if (st == OPREG_OK && key != OPREG_KEY_COMPOSITE &&
+        opreg__chain_items_with(op, key, NULL) > OPREG_MAX_PROVIDERS)
+        st = opreg__fail(OPREG_ERR_UNSUPPORTED,
+                         "impl %s: an op has at most %d providers over all its keys (an impl "
+                         "is one, 'default', on a key that has providers)",
+                         buf, OPREG_MAX_PROVIDERS);
     if (st == OPREG_OK) {
         r->op = op;
         push(key == OPREG_KEY_COMPOSITE ? &op->composite : &op->direct[key], r);
@@ -157,6 +164,124 @@ opreg_status opreg_library_fallback(opreg_library *lib, opreg_dispatch_key key,
         push(&reg->fallback[key], r);
         if (lib->nfallbacks++ == 0) reg->nfb_libs++;
         opreg__publish_all(reg);
+    } else {
+        free(r);
+    }
+    opreg__unlock(reg);
+    return opreg__lib_error(lib, st);
+}
+
+/* ---- providers ---------------------------------------------------------------- */
+
+static bool is_reserved_provider(const char *name) {
+    return strcmp(name, "default") == 0 || strcmp(name, "composite") == 0 ||
+           strcmp(name, "fallback") == 0;
+}
+
+static opreg_status check_provider_name(const char *what, const char *name, bool reserved_ok) {
+    size_t len = strlen(name);
+    if (len == 0 || len > OPREG_PROVIDER_NAME_MAX || !opreg__is_ident(name, len))
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                           "provider: %s '%s' is not an identifier of at most %d bytes", what, name,
+                           OPREG_PROVIDER_NAME_MAX);
+    if (!reserved_ok && is_reserved_provider(name))
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                           "provider: the name '%s' is reserved (default: an impl; composite, "
+                           "fallback: the kernels found when a key has none)",
+                           name);
+    return OPREG_OK;
+}
+
+/* The provider as this version reads it: fields past the caller's
+ * struct_size are zero. */
+static opreg_status read_provider(opreg_provider *p, const opreg_provider *given) {
+    if (given->struct_size < offsetof(opreg_provider, kernel) + sizeof given->kernel)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                           "provider: struct_size %u is too small (at least the name and the "
+                           "kernel: %zu bytes)",
+                           given->struct_size,
+                           offsetof(opreg_provider, kernel) + sizeof given->kernel);
+    memset(p, 0, sizeof *p);
+    memcpy(p, given, given->struct_size < sizeof *p ? given->struct_size : sizeof *p);
+    if (!p->name) return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "provider: name is NULL");
+    if (!p->kernel.fn)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "provider '%s': kernel.fn is NULL", p->name);
+    OPREG__TRY(check_provider_name("name", p->name, false));
+    switch (p->place) {
+    case OPREG_PROVIDER_AT_PRIORITY:
+        return OPREG_OK;
+    case OPREG_PROVIDER_BEFORE:
+    case OPREG_PROVIDER_AFTER:
+        if (!p->anchor)
+            return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                               "provider '%s': placed %s another provider, but anchor is NULL",
+                               p->name, p->place == OPREG_PROVIDER_BEFORE ? "before" : "after");
+        OPREG__TRY(check_provider_name("anchor", p->anchor, true));
+        if (strcmp(p->anchor, p->name) == 0)
+            return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                               "provider '%s': a provider cannot be placed next to itself",
+                               p->name);
+        return OPREG_OK;
+    }
+    return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "provider '%s': place %d is not a place",
+                       p->name, (int)p->place);
+}
+
+opreg_status opreg_library_provider(opreg_library *lib, const char *name, opreg_dispatch_key key,
+                                    const opreg_provider *provider) {
+    if (!lib || !name || !provider)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_library_provider: %s is NULL",
+                           !lib    ? "lib"
+                           : !name ? "name"
+                                   : "provider");
+    opreg_provider p;
+    OPREG__TRY(opreg__lib_error(lib, read_provider(&p, provider)));
+    OPREG__TRY(opreg__lib_error(lib, check_key(lib, &key, "provider")));
+    if (key == OPREG_KEY_COMPOSITE)
+        return opreg__lib_error(
+            lib,
+            opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                        "provider '%s': the key must be a backend key, not Composite", p.name));
+    char buf[512];
+    size_t len = 0;
+    OPREG__TRY(opreg__lib_error(lib, full_name(buf, sizeof buf, &len, lib, name)));
+    struct opreg_registry *reg = lib->reg;
+    struct opreg__kreg *r = calloc(1, sizeof *r);
+    if (!r)
+        return opreg__lib_error(
+            lib, opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "provider %s: out of memory", buf));
+    r->k = p.kernel;
+    r->lib = lib;
+    r->key = key;
+    snprintf(r->pname, sizeof r->pname, "%s", p.name);
+    if (p.anchor) snprintf(r->anchor, sizeof r->anchor, "%s", p.anchor);
+    r->supports = p.supports;
+    r->place = (uint8_t)p.place;
+    r->priority = p.priority;
+    opreg__lock(reg);
+    struct opreg_op *op = NULL;
+    opreg_status st = opreg__spares_reserve(reg, 2);
+    if (st == OPREG_OK) st = opreg__op_get(&op, reg, buf, len);
+    if (st == OPREG_OK && opreg__chain_items_with(op, key, r->pname) > OPREG_MAX_PROVIDERS)
+        st = opreg__fail(OPREG_ERR_UNSUPPORTED,
+                         "provider '%s' of %s: an op has at most %d providers over all its keys",
+                         r->pname, buf, OPREG_MAX_PROVIDERS);
+    if (st == OPREG_OK) {
+        r->op = op;
+        struct opreg__kreg *same = op->prov[key];
+        while (same && strcmp(same->pname, r->pname) != 0)
+            same = same->older;
+        /* The stack keeps every provider, newest first; a name registered
+         * again hides the older one (the chain takes the first of a name). */
+        r->id = reg->next_id++;
+        r->older = op->prov[key];
+        op->prov[key] = r;
+        r->lib_next = lib->kregs;
+        lib->kregs = r;
+        if (same) warn_override(op, same, r);
+        lib->nop_kregs++;
+        reg->nop_kregs++;
+        if (op->schema) opreg__op_publish(op);
     } else {
         free(r);
     }

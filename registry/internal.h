@@ -11,6 +11,7 @@
 
 #include "common/internal.h"
 #include "opreg/opreg.h"
+#include "opreg/provider.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -70,6 +71,26 @@ opreg_status opreg__plan_build(struct opreg__plan **out, const opreg_schema *sch
 
 /* ---- dispatch tables (resolve.c) ----------------------------------------- */
 
+/* One provider of a published list: what a call needs, and its registration
+ * (for names and places in messages; it outlives the table). */
+struct opreg__pitem {
+    opreg_kernel_fn fn;
+    void *context;
+    opreg_supports_fn supports;
+    const struct opreg__kreg *reg;
+    const char *name; /* reg's, or "default" */
+    uint16_t pin;     /* 0, or 1 + the index of the spec item that disables it */
+    uint8_t orphan;   /* placed next to an anchor that is absent */
+};
+
+/* A key's provider list in its table: the context of its dispatch entry
+ * when more than one provider, or a predicate, is enabled. */
+struct opreg__chain {
+    const struct opreg__pitem *items;
+    uint32_t n;
+    int32_t key;
+};
+
 /* Immutable once published. It starts with the public head (entries by
  * DLPack device type, for the inline fast path of opreg/dispatch.h). */
 struct opreg__table {
@@ -79,6 +100,11 @@ struct opreg__table {
     bool defined;         /* plan->defined, one load closer */
     bool has_composite;
     opreg_dispatch_entry e[OPREG__NSLOTS]; /* by key */
+    /* The provider lists of the keys that have providers (provider.c):
+     * chain[k] names its items, n == 0 for the other keys. */
+    struct opreg__chain chain[OPREG_MAX_KEYS];
+    uint32_t nitems;
+    struct opreg__pitem items[OPREG_MAX_PROVIDERS];
     struct opreg__retired retire;
     struct opreg__table *next_spare; /* in the registry's reserve, while unused */
 };
@@ -94,7 +120,13 @@ struct opreg__kreg {
     struct opreg_op *op; /* NULL for a fallback */
     int32_t key;         /* backend key or OPREG_KEY_COMPOSITE */
     uint32_t id;
-    struct opreg__kreg *older;    /* the one it replaced, in the same slot */
+    struct opreg__kreg *older; /* the one it replaced, in the same slot */
+    /* Providers (registered by opreg_library_provider; pname[0] otherwise 0). */
+    char pname[OPREG_PROVIDER_NAME_MAX + 1];
+    char anchor[OPREG_PROVIDER_NAME_MAX + 1];
+    opreg_supports_fn supports;
+    uint8_t place;
+    int32_t priority;
     struct opreg__kreg *lib_next; /* the library's registrations */
     struct opreg__retired retire; /* withdrawn: freed, with its context, at reclaim */
 };
@@ -112,6 +144,7 @@ struct opreg_op {
     size_t ns_len;
     /* Writer side, under reg->lock. */
     struct opreg__kreg *direct[OPREG_MAX_KEYS]; /* newest first */
+    struct opreg__kreg *prov[OPREG_MAX_KEYS];   /* providers, newest first */
     struct opreg__kreg *composite;
     opreg_schema *schema;     /* NULL when not defined */
     struct opreg__plan *plan; /* with schema */
@@ -176,17 +209,13 @@ struct opreg_registry {
     size_t nfb_libs;  /* open libraries with a fallback */
     size_t ndefined;  /* ops with a schema */
     bool is_default;
+    _Atomic(struct opreg__pins *) pins; /* provider.c: pins and disables, or NULL */
     struct opreg__plan undefined_plan;
     struct opreg__table undefined_table;
 };
 
-/* Name hashing and the lock-free probe, inline for the lookup paths. */
-static inline uint64_t opreg__load8(const char *p) {
-    uint64_t w;
-    memcpy(&w, p, 8);
-    return w;
-}
-
+/* Name hashing and the lock-free probe, inline for the lookup paths
+ * (opreg__load8 is common/internal.h's). */
 static inline uint64_t opreg__mix(uint64_t h, uint64_t w) {
     h = (h ^ w) * 0xFF51AFD7ED558CCDull;
     return h ^ (h >> 32);
@@ -332,6 +361,26 @@ opreg_status opreg__plugin_load_with_host(opreg_plugin **out, opreg_registry *re
  * and the messages. */
 opreg_status opreg__plugin_load_entry(opreg_plugin **out, opreg_registry *reg,
                                       const char *path_label, opreg_plugin_entry_fn entry);
+
+/* ---- providers (provider.c) ------------------------------------------------ */
+
+/* Fill key @p k of table @p t from the op's providers (and its impl, as
+ * `default`); false when the key has no providers (the caller resolves it
+ * as before). Allocates nothing. */
+bool opreg__chain_build(struct opreg__table *t, const struct opreg_op *op, int32_t k);
+/* The items the op would hold with one more provider @p name on @p key (or
+ * its impl, for name NULL), to refuse registrations past the table's room. */
+size_t opreg__chain_items_with(const struct opreg_op *op, int32_t key, const char *name);
+/* Read OPREG_PROVIDERS into a new registry (a bad spec is logged, not kept). */
+void opreg__pins_from_env(struct opreg_registry *reg);
+void opreg__pins_free(struct opreg_registry *reg);
+/* Run op @p op's checks (its Meta kernel, when it has its own) on @p args. */
+opreg_status opreg__check_args(const opreg_op *op, const opreg_value *args, size_t nargs);
+/* Bind and type-check a boxed call as opreg_call_boxed() does, into
+ * @p bound (OPREG__MAX_ARGS values), and find the key of its tensors. */
+opreg_status opreg__bind_checked(const struct opreg__table *t, const opreg_value *args,
+                                 size_t nargs, const opreg_kwarg *kwargs, size_t nkwargs,
+                                 opreg_value *bound, int32_t *device_key);
 
 /* "where" of a registration, for messages. */
 const char *opreg__kreg_where(const struct opreg__kreg *r);

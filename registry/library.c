@@ -122,13 +122,58 @@ static void free_plan(void *p) {
     free(plan);
 }
 
-/* Parse as m.def() does; the stored schema always names its namespace. */
+/* Whether @p text looks like a schema that names no namespace: blanks (the
+ * lexer's: space, tab, CR, VT, FF), a name, and no ':' after it but blanks. */
+static bool looks_unqualified(const char *text) {
+    const char *c = text;
+    while (*c == ' ' || *c == '\t' || *c == '\r' || *c == '\v' || *c == '\f')
+        c++;
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || *c == '_')) return false;
+    while ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+           *c == '_')
+        c++;
+    while (*c == ' ' || *c == '\t' || *c == '\r' || *c == '\v' || *c == '\f')
+        c++;
+    return *c != ':';
+}
+
+/* Parse `ns::text`, with the library's namespace written in. */
+static opreg_status parse_qualified(opreg_schema **out, const struct opreg_library *lib,
+                                    const char *text, size_t len, unsigned flags) {
+    char *full = malloc(strlen(lib->ns) + 2 + len + 1);
+    if (!full) return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "def: out of memory");
+    sprintf(full, "%s::%s", lib->ns, text);
+    opreg_status st = opreg_schema_parse(out, full, strlen(full), flags, NULL);
+    free(full);
+    return st;
+}
+
+/* Parse as m.def() does; the stored schema always names its namespace.
+ *
+ * A text that looks unqualified is parsed once, as `ns::text`. If that
+ * succeeds, the name came first in the text (after blanks or line
+ * continuations at most), and the text alone reads as the tokens of
+ * `ns::text` after its first three: the steps below would have parsed it,
+ * found no namespace and ended with this very schema. If it fails, the steps below run on the
+ * text as given, so that the error is the one they always gave (quoting the
+ * text as written); only a lack of memory ends the def at once. */
 static opreg_status parse_def(opreg_schema **out, struct opreg_library *lib, const char *text) {
     bool typevars = strcmp(lib->ns, "aten") == 0 || strcmp(lib->ns, "prim") == 0;
     unsigned flags = typevars ? OPREG_SCHEMA_ALLOW_TYPEVARS : OPREG_SCHEMA_STRICT;
     size_t len = strlen(text);
     opreg_schema *s = NULL;
-    opreg_status st = opreg_schema_parse(&s, text, len, flags, NULL);
+    opreg_status st;
+    if (looks_unqualified(text)) {
+        st = parse_qualified(&s, lib, text, len, flags);
+        if (st == OPREG_OK && (typevars || !opreg_schema_has_type_variables(s))) {
+            *out = s;
+            return OPREG_OK;
+        }
+        opreg_schema_free(s);
+        s = NULL;
+        if (st == OPREG_ERR_OUT_OF_MEMORY) return st;
+    }
+    st = opreg_schema_parse(&s, text, len, flags, NULL);
     if (st != OPREG_OK) {
         char msg[2048]; /* the message is rewritten into the same buffer */
         snprintf(msg, sizeof msg, "%s", opreg_last_error());
@@ -151,17 +196,12 @@ static opreg_status parse_def(opreg_schema **out, struct opreg_library *lib, con
                          "not in %s (Error occurred while processing %s block at %s)",
                          text, lib->ns, kind_macro(lib), lib->where);
     } else if (!*ns) {
-        /* Parse again with the namespace written in, so the schema prints it. */
-        char *full = malloc(strlen(lib->ns) + 2 + len + 1);
-        if (!full)
-            st = opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "def: out of memory");
-        else {
-            sprintf(full, "%s::%s", lib->ns, text);
-            opreg_schema_free(s);
-            s = NULL;
-            st = opreg_schema_parse(&s, full, strlen(full), flags, NULL);
-            free(full);
-        }
+        /* Parse again with the namespace written in, so the schema prints it
+         * (a text that did not look unqualified: blank lines or a comment
+         * before the name, for one). */
+        opreg_schema_free(s);
+        s = NULL;
+        st = parse_qualified(&s, lib, text, len, flags);
     }
     if (st != OPREG_OK) {
         opreg_schema_free(s);
@@ -270,6 +310,8 @@ static void unlink_kreg(struct opreg__kreg *r) {
         slot = &r->lib->reg->fallback[r->key];
     else if (r->key == OPREG_KEY_COMPOSITE)
         slot = &r->op->composite;
+    else if (r->pname[0])
+        slot = &r->op->prov[r->key];
     else
         slot = &r->op->direct[r->key];
     while (*slot && *slot != r)

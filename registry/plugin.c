@@ -131,27 +131,9 @@ static void host_log(opreg_log_level level, const char *message) {
     opreg__log(level, "%s", message ? message : "");
 }
 
-static void free_returns(opreg_value *rets, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (rets[i].kind == OPREG_VALUE_TENSOR) opreg_tensor_free(rets[i].u.tensor);
-}
-
 static opreg_status host_check_args(const opreg_op *op, const opreg_value *args, size_t nargs) {
     if (!op) return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "check_args: op is NULL");
-    /* Only a Meta kernel of the op itself is its check: a composite or a
-     * fallback would compute, on tensors it cannot read. */
-    if (opreg_op_kernel_kind(op, OPREG_KEY_META) != OPREG_KERNEL_DIRECT) return OPREG_OK;
-    const opreg_schema *s = opreg_op_schema(op);
-    opreg_value rets[8];
-    size_t nrets = s ? opreg_schema_num_returns(s) : 0;
-    if (nrets > 8)
-        return opreg__fail(OPREG_ERR_UNSUPPORTED, "check_args: %s has more than 8 returns",
-                           opreg_op_name(op));
-    memset(rets, 0, sizeof rets);
-    opreg_status st =
-        opreg_call_boxed_key(op, OPREG_KEY_META, args, nargs, NULL, 0, nrets ? rets : NULL, nrets);
-    if (st == OPREG_OK) free_returns(rets, nrets);
-    return st;
+    return opreg__check_args(op, args, nargs);
 }
 
 static const char *host_plugin_path(const opreg_plugin *p) {

@@ -94,6 +94,30 @@ static bool explain_key(opreg_support_info *out, const struct opreg_op *op,
                  out->kind ? " (a kernel is registered)" : "");
         return false;
     }
+    const struct opreg__chain *c = &t->chain[k];
+    if (c->n && out->kind == OPREG_KERNEL_NONE) {
+        out->reason = OPREG_SUPPORT_NO_KERNEL;
+        snprintf(out->message, sizeof out->message,
+                 "%s on %s: not supported: each of its %u providers is disabled by the "
+                 "registry's provider spec (OPREG_PROVIDERS)",
+                 op->name, opreg_key_name(k), c->n);
+        return false;
+    }
+    if (c->n) {
+        size_t used = 0;
+        char names[256] = "";
+        for (uint32_t i = 0; i < c->n && used < sizeof names; i++)
+            if (!c->items[i].pin)
+                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                         used ? ", " : "", c->items[i].name);
+        out->supported = true;
+        out->reason = OPREG_SUPPORT_OK;
+        snprintf(out->message, sizeof out->message,
+                 "%s on %s: supported: runs the first of its providers that accepts the "
+                 "arguments (%s); `opreg supported --shape` or opreg_explain_call() says which",
+                 op->name, opreg_key_name(k), names);
+        return true;
+    }
     if (out->kind == OPREG_KERNEL_NONE) {
         out->reason = OPREG_SUPPORT_NO_KERNEL;
         snprintf(out->message, sizeof out->message,

@@ -88,6 +88,7 @@ opreg_status opreg_registry_create(opreg_registry **out) {
     reg->undefined_plan.defined = false;
     reg->undefined_plan.op_name = "";
     opreg__table_init_undefined(&reg->undefined_table, &reg->undefined_plan);
+    opreg__pins_from_env(reg);
     *out = reg;
     return OPREG_OK;
 }
@@ -117,6 +118,7 @@ void opreg_registry_destroy(opreg_registry *reg) {
     opreg__spares_trim(reg, true);
     opreg__plugins_reclaim(reg); /* after the kernels' release functions, which may be theirs */
     opreg__plugins_free(reg);
+    opreg__pins_free(reg);
     pthread_mutex_destroy(&reg->plugin_lock);
     pthread_mutex_destroy(&reg->lock);
     free(reg);

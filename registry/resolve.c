@@ -170,6 +170,7 @@ void opreg__op_publish(struct opreg_op *op) {
         t->has_composite = op->composite != NULL;
         for (int k = 0; k < OPREG_MAX_KEYS; k++) {
             opreg_dispatch_entry *e = &t->e[k];
+            if (opreg__chain_build(t, op, k)) continue; /* providers */
             if (op->direct[k])
                 set_entry(e, op->direct[k], OPREG_KERNEL_DIRECT);
             else if (op->composite)

@@ -111,8 +111,6 @@ typedef struct opreg__token {
     uint32_t unused;
 } opreg__token;
 
-typedef struct opreg__lexer opreg__lexer;
-
 /* The parse context: lexer state, arena and error target. */
 typedef struct opreg__parser {
     const char *src;
@@ -164,13 +162,6 @@ int opreg__fake_kind(const opreg_type *type);
 
 /* Structural equality of types, alias annotations and defaults (model.c). */
 bool opreg__type_equal(const opreg_type *a, const opreg_type *b);
-
-/* Eight bytes at s as one word (s must have 8 readable bytes). */
-static inline uint64_t opreg__load8(const char *s) {
-    uint64_t w;
-    memcpy(&w, s, 8);
-    return w;
-}
 
 /* A word keeping only the first n (<= 8) bytes, in memory order. */
 static inline uint64_t opreg__first_bytes(uint64_t w, uint32_t n) {

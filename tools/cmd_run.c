@@ -14,7 +14,7 @@
 
 static void help(void) {
     printf("usage: opreg run NAME [--device D] [--dtype T] [--shape k=v,...] [--iters N]\n"
-           "                [--seed S] [--json] [--row]\n\n"
+           "                [--seed S] [--json] [--row] [--explain]\n\n"
            "Runs op NAME (\"rms_norm\" or \"_C::rms_norm\") of the default registry on seeded\n"
            "random inputs, built on the CPU, with the kernel that dispatch by device picks\n"
            "(--device cpu, the default; --device cuda or a plugin's device such as opencl\n"
@@ -25,6 +25,8 @@ static void help(void) {
            "is within tolerance, and the median time per call of N calls (default 10).\n\n"
            "--dtype    f32 (default), f16 or bf16 for the op's float data; the output dtype\n"
            "           of cutlass_scaled_mm; i32 or i64 for moe_align_block_size's topk_ids.\n"
+           "--explain  first print which provider of the key runs these inputs, and why\n"
+           "           each one before it declined (with --json, on stderr)\n"
            "--shape    sizes and flags, e.g. tokens=64,hidden=4096 (the output lists the\n"
            "           sizes an op uses: tokens, hidden, heads, kv_heads, head_size, blocks,\n"
            "           block_size, experts, topk, seqs, max_seq_len, out_features, ...;\n"
@@ -45,7 +47,7 @@ struct run_opts {
     const char *name, *dev, *dtype, *shape;
     long iters;
     unsigned long long seed;
-    bool json, row;
+    bool json, row, explain;
 };
 
 static int parse(struct run_opts *o, int argc, char **argv) {
@@ -59,6 +61,8 @@ static int parse(struct run_opts *o, int argc, char **argv) {
             o->json = true;
         } else if (strcmp(a, "--row") == 0) {
             o->row = true;
+        } else if (strcmp(a, "--explain") == 0) {
+            o->explain = true;
         } else if (v && strcmp(a, "--device") == 0) {
             o->dev = argv[++i];
         } else if (v && strcmp(a, "--dtype") == 0) {
@@ -372,6 +376,15 @@ int cmd_run(int argc, char **argv) {
         return st == OPREG_ERR_INVALID_ARGUMENT ? 2 : 1;
     }
     snprintf(r.dtype, sizeof r.dtype, "%s", opreg_dtype_name(op_inputs_dtype(base)));
+    if (o.explain && r.key != OPREG_KEY_NONE) {
+        /* Which provider of the key these very inputs select, before the run. */
+        static opreg_call_explanation x;
+        if (opreg_explain_call(&x, r.op, r.key, op_inputs_args(base), op_inputs_nargs(base), NULL,
+                               0) == OPREG_OK)
+            fprintf(r.json ? stderr : stdout, "%s\n", x.message);
+        else
+            fprintf(stderr, "opreg run: --explain: %s\n", opreg_last_error());
+    }
     if (!r.supported) {
         op_inputs_free(base);
         return run_print(&r);

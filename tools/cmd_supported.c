@@ -4,12 +4,14 @@
  * why none would. */
 #include "opreg/opreg.h"
 #include "tools/commands.h"
+#include "tools/op_inputs.h"
 #include "tools/util.h"
 
 #include <string.h>
 
 static void help(void) {
-    printf("usage: opreg supported NAME [--device D] [--explain] [--json]\n\n"
+    printf("usage: opreg supported NAME [--device D] [--explain] [--json]\n"
+           "       opreg supported NAME [--device D] [--dtype T] [--shape k=v,...] [--json]\n\n"
            "Says whether op NAME (ns::name, or name alone when one namespace has it) of\n"
            "the default registry would run on device D (cpu, cuda, cuda:1, meta, or a\n"
            "plugin's device), or, without --device, on some available backend other than\n"
@@ -21,6 +23,13 @@ static void help(void) {
            "\"no_such_op\"|\"no_kernel\"|\"backend_unavailable\"|\"no_backend\",\n"
            "\"key\":\"CPU\"|null,\"kernel\":\"direct\"|\"composite\"|\"fallback\"|null,\n"
            "\"message\":...}.\n\n"
+           "With --dtype or --shape, the question is about one call: arguments are built\n"
+           "as `opreg run` builds them (Meta tensors would do: only their dtypes, shapes\n"
+           "and strides are read), and the answer names the provider of the device's key\n"
+           "that would run them and why each one before it declined or is disabled, then\n"
+           "whether the op's checks accept them. --json adds \"provider\" (or null) and\n"
+           "\"providers\":[{\"name\",\"verdict\":\"runs\"|\"declined\"|\"disabled\"|\n"
+           "\"not_reached\",\"reason\",\"where\"}].\n\n"
            "exit codes: 0 supported, 1 not supported, 2 usage error\n");
 }
 
@@ -69,12 +78,104 @@ static void print_json(const char *name, const char *dev, const opreg_support_in
     printf("}\n");
 }
 
+static const char *verdict_name(opreg_provider_verdict v) {
+    switch (v) {
+    case OPREG_PROVIDER_RUNS:
+        return "runs";
+    case OPREG_PROVIDER_DECLINED:
+        return "declined";
+    case OPREG_PROVIDER_DISABLED:
+        return "disabled";
+    case OPREG_PROVIDER_NOT_REACHED:
+        break;
+    }
+    return "not_reached";
+}
+
+static void print_call_json(const char *name, const char *dev, const opreg_call_explanation *x) {
+    printf("{\"name\":");
+    tool_json_str(stdout, name);
+    printf(",\"device\":");
+    tool_json_str(stdout, dev);
+    printf(",\"supported\":%s,\"key\":", x->supported ? "true" : "false");
+    tool_json_str(stdout, x->key == OPREG_KEY_NONE ? NULL : opreg_key_name(x->key));
+    printf(",\"provider\":");
+    tool_json_str(stdout, x->chosen >= 0 ? x->providers[x->chosen].name : NULL);
+    printf(",\"providers\":[");
+    for (size_t i = 0; i < x->nproviders; i++) {
+        const opreg_provider_info *p = &x->providers[i];
+        printf("%s{\"name\":", i ? "," : "");
+        tool_json_str(stdout, p->name);
+        printf(",\"verdict\":\"%s\",\"reason\":", verdict_name(p->verdict));
+        tool_json_str(stdout, p->reason);
+        printf(",\"where\":");
+        tool_json_str(stdout, p->where);
+        printf("}");
+    }
+    printf("],\"message\":");
+    tool_json_str(stdout, x->message);
+    printf("}\n");
+}
+
+/* NAME with --dtype/--shape: build one call's arguments on the CPU and ask
+ * which provider of the device's key would take them. */
+static int for_arguments(opreg_registry *reg, const char *full, const char *dev,
+                         const DLDevice *device, const char *dtype_text, const char *shape_text,
+                         bool json) {
+    const opreg_op *op;
+    if (opreg_op_find(&op, reg, full) != OPREG_OK) {
+        fprintf(stderr, "opreg supported: %s\n", opreg_last_error());
+        return 1;
+    }
+    int dtype = -1;
+    if (dtype_text) {
+        opreg_dtype dt;
+        if (opreg_dtype_from_name(&dt, dtype_text) != OPREG_OK) {
+            fprintf(stderr, "opreg supported: %s\n", opreg_last_error());
+            return 2;
+        }
+        dtype = (int)dt;
+    }
+    char err[512];
+    op_shape shape;
+    if (op_shape_parse(&shape, shape_text ? shape_text : "", err, sizeof err) != 0) {
+        fprintf(stderr, "opreg supported: %s\n", err);
+        return 2;
+    }
+    opreg_dispatch_key key = OPREG_KEY_CPU;
+    if (device) {
+        key = opreg_key_of_device(*device);
+        if (key == OPREG_KEY_NONE) {
+            fprintf(stderr, "opreg supported: no backend handles device '%s'\n", dev);
+            return 1;
+        }
+    }
+    op_inputs *in = NULL;
+    opreg_status st = op_inputs_build(&in, op, dtype, &shape, 1, err, sizeof err);
+    if (st != OPREG_OK) {
+        fprintf(stderr, "opreg supported: %s\n", err);
+        return st == OPREG_ERR_INVALID_ARGUMENT ? 2 : 1;
+    }
+    static opreg_call_explanation x;
+    st = opreg_explain_call(&x, op, key, op_inputs_args(in), op_inputs_nargs(in), NULL, 0);
+    op_inputs_free(in);
+    if (st != OPREG_OK) {
+        fprintf(stderr, "opreg supported: %s\n", opreg_last_error());
+        return 1;
+    }
+    if (json)
+        print_call_json(full, dev, &x);
+    else
+        printf("%s\n", x.message);
+    return x.supported ? 0 : 1;
+}
+
 int cmd_supported(int argc, char **argv) {
     if (tool_wants_help(argc, argv)) {
         help();
         return 0;
     }
-    const char *name = NULL, *dev = NULL;
+    const char *name = NULL, *dev = NULL, *dtype_text = NULL, *shape_text = NULL;
     bool explain = false, json = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--explain") == 0)
@@ -83,6 +184,10 @@ int cmd_supported(int argc, char **argv) {
             json = true;
         else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
             dev = argv[++i];
+        else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc)
+            dtype_text = argv[++i];
+        else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc)
+            shape_text = argv[++i];
         else if (!name && argv[i][0] != '-')
             name = argv[i];
         else {
@@ -107,6 +212,8 @@ int cmd_supported(int argc, char **argv) {
     }
     char buf[256];
     const char *full = tool_op_name(reg, name, buf, sizeof buf);
+    if (dtype_text || shape_text)
+        return for_arguments(reg, full, dev, dev ? &device : NULL, dtype_text, shape_text, json);
     opreg_support_info info;
     if (opreg_explain_support(&info, reg, full, dev ? &device : NULL) != OPREG_OK) {
         fprintf(stderr, "opreg supported: %s\n", opreg_last_error());

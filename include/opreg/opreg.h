@@ -12,5 +12,6 @@
 #include "opreg/dispatch.h"
 #include "opreg/cuda.h"
 #include "opreg/plugin.h"
+#include "opreg/provider.h"
 
 #endif

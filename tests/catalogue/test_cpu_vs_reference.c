@@ -93,13 +93,33 @@ static opreg_status call(const opreg_op *op, opreg_dispatch_key key, op_inputs *
                                 op_inputs_rets(in), op_inputs_nrets(in));
 }
 
-/* One op, dtype and shape: CPU and Reference on clones of the same inputs. */
+/* Each provider of each op: whether it ran at least once, and why it
+ * declined when it did not. */
+static struct seen {
+    char op[64], provider[OPREG_PROVIDER_NAME_MAX + 1], reason[160];
+    int runs;
+} seen[256];
+static size_t nseen;
+static int runs_total, declined_total;
+
+static struct seen *seen_of(const char *op, const char *provider) {
+    for (size_t i = 0; i < nseen; i++)
+        if (strcmp(seen[i].op, op) == 0 && strcmp(seen[i].provider, provider) == 0) return &seen[i];
+    if (nseen == sizeof seen / sizeof seen[0]) abort();
+    struct seen *s = &seen[nseen++];
+    snprintf(s->op, sizeof s->op, "%s", op);
+    snprintf(s->provider, sizeof s->provider, "%s", provider);
+    return s;
+}
+
+/* One op, dtype and shape: each provider of the CPU key that takes these
+ * inputs (pinned in turn) against the Reference key, on clones of them. */
 static void run_one(const opreg_op *op, const char *name, int dtype, const char *shape_text) {
     op_shape shape;
-    op_inputs *base = NULL, *cpu = NULL, *ref = NULL;
-    op_diff diff;
+    op_inputs *base = NULL, *ref = NULL;
     char err[256] = "";
     const char *dt = opreg_dtype_name((opreg_dtype)dtype);
+    opreg_registry *reg = opreg_registry_default();
     if (op_shape_parse(&shape, shape_text, err, sizeof err) != 0) {
         TEST_FAIL_AT("%s %s: bad shape '%s': %s", name, dt, shape_text, err);
         return;
@@ -109,26 +129,48 @@ static void run_one(const opreg_op *op, const char *name, int dtype, const char 
                      opreg_last_error());
         return;
     }
-    CHECK_EQ_INT(op_inputs_clone(&cpu, base), OPREG_OK);
+    static opreg_call_explanation x;
+    CHECK_EQ_INT(opreg_explain_call(&x, op, OPREG_KEY_CPU, op_inputs_args(base),
+                                    op_inputs_nargs(base), NULL, 0),
+                 OPREG_OK);
+    CHECK(x.supported);
+    CHECK(x.nproviders > 0);
     CHECK_EQ_INT(op_inputs_clone(&ref, base), OPREG_OK);
-    if (cpu && ref) {
-        opreg_status sc = call(op, OPREG_KEY_CPU, cpu);
+    opreg_status sr = ref ? call(op, OPREG_KEY_REFERENCE, ref) : OPREG_ERR_OUT_OF_MEMORY;
+    if (sr != OPREG_OK)
+        TEST_FAIL_AT("%s %s %s: Reference: %s", name, dt, shape_text, opreg_last_error());
+    for (size_t i = 0; i < x.nproviders && sr == OPREG_OK; i++) {
+        const opreg_provider_info *p = &x.providers[i];
+        struct seen *s = seen_of(name, p->name);
+        if (p->verdict == OPREG_PROVIDER_DECLINED) {
+            snprintf(s->reason, sizeof s->reason, "%s", p->reason);
+            declined_total++;
+            continue;
+        }
+        char spec[128];
+        snprintf(spec, sizeof spec, "%s=%s", name, p->name);
+        CHECK_EQ_INT(opreg_registry_set_providers(reg, spec), OPREG_OK);
+        op_inputs *cpu = NULL;
+        CHECK_EQ_INT(op_inputs_clone(&cpu, base), OPREG_OK);
+        opreg_status sc = cpu ? call(op, OPREG_KEY_CPU, cpu) : OPREG_ERR_OUT_OF_MEMORY;
         if (sc != OPREG_OK)
-            TEST_FAIL_AT("%s %s %s: CPU: %s", name, dt, shape_text, opreg_last_error());
-        opreg_status sr = call(op, OPREG_KEY_REFERENCE, ref);
-        if (sr != OPREG_OK)
-            TEST_FAIL_AT("%s %s %s: Reference: %s", name, dt, shape_text, opreg_last_error());
-        if (sc == OPREG_OK && sr == OPREG_OK) {
+            TEST_FAIL_AT("%s %s %s: CPU provider %s: %s", name, dt, shape_text, p->name,
+                         opreg_last_error());
+        if (sc == OPREG_OK) {
+            op_diff diff;
             op_inputs_compare(&diff, cpu, ref);
             if (!diff.ok)
-                TEST_FAIL_AT("%s %s %s: %s%s (max abs %g, rel %g; %lld of %lld bad)", name, dt,
-                             shape_text, diff.why, diff.first_bad, diff.max_abs, diff.max_rel,
-                             (long long)diff.bad, (long long)diff.checked);
+                TEST_FAIL_AT("%s %s %s: provider %s: %s%s (max abs %g, rel %g; %lld of %lld bad)",
+                             name, dt, shape_text, p->name, diff.why, diff.first_bad, diff.max_abs,
+                             diff.max_rel, (long long)diff.bad, (long long)diff.checked);
             /* an empty batch may compare nothing (no output element) */
             CHECK(diff.checked > 0 || strstr(shape_text, "=0,") || strstr(shape_text, "pairs=0"));
+            s->runs++;
+            runs_total++;
         }
+        op_inputs_free(cpu);
     }
-    op_inputs_free(cpu);
+    CHECK_EQ_INT(opreg_registry_set_providers(reg, NULL), OPREG_OK);
     op_inputs_free(ref);
     op_inputs_free(base);
 }
@@ -155,16 +197,26 @@ static void run_table(void) {
             }
         }
     }
-    printf("  %s: %d op x dtype x shape runs\n", opreg__cpu_isa_name(opreg__cpu_isa()), runs);
+    printf("  %d op x dtype x shape cases, %d provider runs against Reference, %d declined\n", runs,
+           runs_total, declined_total);
 }
 
-TEST(every_op_every_dtype_every_shape) {
-    int detected = opreg__cpu_isa_detected();
-    for (int isa = OPREG__ISA_PORTABLE; isa <= detected; isa++) {
-        opreg__cpu_set_isa_limit(isa);
-        run_table();
+/* Every provider of every op, on every case it takes; each provider runs
+ * at least once unless this CPU lacks its instructions. */
+TEST(every_provider_every_op_every_dtype_every_shape) {
+    run_table();
+    for (size_t i = 0; i < nseen; i++) {
+        if (seen[i].runs) {
+            printf("  %-34s %-12s %d runs\n", seen[i].op, seen[i].provider, seen[i].runs);
+            continue;
+        }
+        if (strstr(seen[i].reason, "this CPU lacks"))
+            printf("  %-34s %-12s not run here: %s\n", seen[i].op, seen[i].provider,
+                   seen[i].reason);
+        else
+            TEST_FAIL_AT("%s: provider %s never ran (%s)", seen[i].op, seen[i].provider,
+                         seen[i].reason);
     }
-    opreg__cpu_set_isa_limit(detected);
 }
 
 /* Every op of the catalogue has a row above. */
@@ -179,6 +231,6 @@ TEST(table_covers_the_catalogue) {
 
 int main(void) {
     RUN(table_covers_the_catalogue);
-    RUN(every_op_every_dtype_every_shape);
+    RUN(every_provider_every_op_every_dtype_every_shape);
     return test_summary();
 }

@@ -42,9 +42,9 @@ static void elementwise_portable(const void *args, int64_t c0, int64_t c1) {
         opreg__cpu_st(a->dt, a->out, i, act(a->act, opreg__cpu_ld(a->dt, a->in, i)));
 }
 
-static void gated(int kind, int dt, void *out, int64_t out_stride, const void *in,
-                  int64_t in_stride, int64_t rows, int64_t d) {
-    const struct opreg__cpu_simd *s = opreg__cpu_simd();
+void opreg__cpu_gated(int isa, int kind, int dt, void *out, int64_t out_stride, const void *in,
+                      int64_t in_stride, int64_t rows, int64_t d) {
+    const struct opreg__cpu_simd *s = opreg__cpu_simd_for(isa);
     struct opreg__act_args a = { .out = out,
                                  .in = in,
                                  .out_stride = out_stride,
@@ -58,8 +58,8 @@ static void gated(int kind, int dt, void *out, int64_t out_stride, const void *i
                         3 * rows * d * (int64_t)opreg__cpu_es(dt));
 }
 
-static void elementwise(int kind, int dt, void *out, const void *in, int64_t n) {
-    const struct opreg__cpu_simd *s = opreg__cpu_simd();
+void opreg__cpu_elementwise(int isa, int kind, int dt, void *out, const void *in, int64_t n) {
+    const struct opreg__cpu_simd *s = opreg__cpu_simd_for(isa);
     struct opreg__act_args a = { .out = out,
                                  .in = in,
                                  .n = n,
@@ -74,11 +74,11 @@ static void elementwise(int kind, int dt, void *out, const void *in, int64_t n) 
 #define DEFINE_GATED(name, kind, sfx, T, DT)                                                       \
     void opreg__cpu_##name##_##sfx(T *out, int64_t out_stride, const T *input, int64_t in_stride,  \
                                    int64_t rows, int64_t d) {                                      \
-        gated(kind, DT, out, out_stride, input, in_stride, rows, d);                               \
+        opreg__cpu_gated(opreg__cpu_isa(), kind, DT, out, out_stride, input, in_stride, rows, d);  \
     }
 #define DEFINE_ELEM(name, kind, sfx, T, DT)                                                        \
     void opreg__cpu_##name##_##sfx(T *out, const T *input, int64_t n) {                            \
-        elementwise(kind, DT, out, input, n);                                                      \
+        opreg__cpu_elementwise(opreg__cpu_isa(), kind, DT, out, input, n);                         \
     }
 #define DEFINE_ACTS(sfx, T, DT)                                                                    \
     DEFINE_GATED(silu_and_mul, OPREG__ACT_SILU, sfx, T, DT)                                        \

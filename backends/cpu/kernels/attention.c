@@ -111,7 +111,7 @@ void opreg__cpu_pa_portable_range(const void *p, int64_t r0, int64_t r1) {
     }
 }
 
-void opreg__cpu_paged_attention_v1(void *out, const void *query, int64_t q_stride,
+void opreg__cpu_paged_attention_v1(int isa, void *out, const void *query, int64_t q_stride,
                                    const void *key_cache, const void *value_cache,
                                    const int32_t *block_tables, const int32_t *seq_lens,
                                    const float *alibi_slopes, int64_t seqs, int64_t heads,
@@ -119,7 +119,7 @@ void opreg__cpu_paged_attention_v1(void *out, const void *query, int64_t q_strid
                                    int64_t block_size, int64_t key_block_stride,
                                    int64_t value_block_stride, int64_t max_blocks, float scale,
                                    int dtype, int kv_kind, float kv_scale) {
-    const struct opreg__cpu_simd *simd = opreg__cpu_simd();
+    const struct opreg__cpu_simd *simd = opreg__cpu_simd_for(isa);
     struct opreg__pa_args a;
     int64_t bytes = 0, es = kv_kind ? 1 : (int64_t)opreg__cpu_es(dtype);
     a.out = out;

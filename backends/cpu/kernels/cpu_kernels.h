@@ -49,6 +49,43 @@ int opreg__cpu_stream(int64_t out_bytes);
  * while kernels run on other threads. */
 int64_t opreg__cpu_set_stream_bytes(int64_t bytes);
 
+/* ---- float kernels: one entry per op, on path @p isa and dtype @p dt ---------
+
+ * The providers of the CPU key (backends/cpu/register.c) call these with the
+ * path they stand for; @p isa above what the CPU has runs the best it has.
+ * @p dt is the opreg_dtype of the float tensors (F32, F16 or BF16), whose
+ * data are float or uint16_t bit patterns. The arithmetic of each op is
+ * given at its per-dtype entry below, which runs the path opreg__cpu_isa()
+ * names (the kernels' own tests call those). */
+
+enum opreg__cpu_act {
+    OPREG__ACT_SILU,
+    OPREG__ACT_GELU,
+    OPREG__ACT_GELU_TANH,
+    OPREG__ACT_GELU_NEW,
+    OPREG__ACT_GELU_FAST,
+    OPREG__ACT_GELU_QUICK,
+};
+
+void opreg__cpu_rms_norm(int isa, int dt, void *out, int64_t out_stride, const void *in,
+                         int64_t in_stride, const void *w, int64_t rows, int64_t hidden, float eps);
+void opreg__cpu_fused_add_rms_norm(int isa, int dt, void *in, int64_t in_stride, void *res,
+                                   int64_t res_stride, const void *w, int64_t rows, int64_t hidden,
+                                   float eps);
+/* Gated (@p kind SILU, GELU, GELU_TANH): input rows [x | y] of 2*d. */
+void opreg__cpu_gated(int isa, int kind, int dt, void *out, int64_t out_stride, const void *in,
+                      int64_t in_stride, int64_t rows, int64_t d);
+/* Elementwise (@p kind GELU_NEW, GELU_FAST, GELU_QUICK) over n elements. */
+void opreg__cpu_elementwise(int isa, int kind, int dt, void *out, const void *in, int64_t n);
+void opreg__cpu_rotary(int isa, int dt, const int64_t *pos, const int64_t *offsets, int64_t tokens,
+                       void *q, int64_t q_stride, int64_t nq, void *k, int64_t k_stride, int64_t nk,
+                       int64_t head_size, const void *cache, int64_t rot_dim, bool neox);
+void opreg__cpu_int8_static(int isa, int dt, int8_t *out, const void *in, int64_t n, float scale);
+void opreg__cpu_int8_dynamic(int isa, int dt, int8_t *out, float *scales, const void *in,
+                             int64_t in_stride, int64_t rows, int64_t hidden);
+void opreg__cpu_fp8_static(int isa, int dt, uint8_t *out, const void *in, int64_t n, float scale);
+void opreg__cpu_fp8_dynamic(int isa, int dt, uint8_t *out, float *scale, const void *in, int64_t n);
+
 /* ---- float kernels, one per dtype ----------------------------------------- */
 
 #define OPREG__CPU_FLOAT_TYPES(X) X(f32, float) X(f16, uint16_t) X(bf16, uint16_t)
@@ -147,7 +184,7 @@ void opreg__cpu_reshape_and_cache_flash_generic(
  * block_tables [seqs, max_blocks] and seq_lens [seqs] whose entries the
  * data check has validated; alibi_slopes [heads] or NULL. f32 arithmetic
  * with an online softmax; an empty sequence gives zeros. */
-void opreg__cpu_paged_attention_v1(void *out, const void *query, int64_t q_stride,
+void opreg__cpu_paged_attention_v1(int isa, void *out, const void *query, int64_t q_stride,
                                    const void *key_cache, const void *value_cache,
                                    const int32_t *block_tables, const int32_t *seq_lens,
                                    const float *alibi_slopes, int64_t seqs, int64_t heads,

@@ -160,9 +160,10 @@ const char *opreg__cpu_isa_name(int isa) {
     }
 }
 
-const struct opreg__cpu_simd *opreg__cpu_simd(void) {
+const struct opreg__cpu_simd *opreg__cpu_simd_for(int isa) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    switch (opreg__cpu_isa()) {
+    int best = opreg__cpu_isa_detected();
+    switch (isa < best ? isa : best) {
     case OPREG__ISA_AVX2:
         return &opreg__cpu_simd_avx2;
     case OPREG__ISA_AVX512:
@@ -173,6 +174,7 @@ const struct opreg__cpu_simd *opreg__cpu_simd(void) {
         return NULL;
     }
 #else
+    (void)isa;
     return NULL;
 #endif
 }

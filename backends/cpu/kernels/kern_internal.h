@@ -16,14 +16,6 @@
  * elements, the unit handed to a thread. */
 #define OPREG__CPU_CHUNK 8192
 
-enum opreg__cpu_act {
-    OPREG__ACT_SILU,
-    OPREG__ACT_GELU,
-    OPREG__ACT_GELU_TANH,
-    OPREG__ACT_GELU_NEW,
-    OPREG__ACT_GELU_FAST,
-    OPREG__ACT_GELU_QUICK,
-};
 
 /* rms_norm writes out from in; fused_add writes res (z) and out (= in). */
 struct opreg__norm_args {
@@ -130,8 +122,9 @@ extern const struct opreg__cpu_simd opreg__cpu_simd_avx2;
 extern const struct opreg__cpu_simd opreg__cpu_simd_avx512;
 extern const struct opreg__cpu_simd opreg__cpu_simd_avx512bf16;
 
-/* The table of the current path, or NULL for portable C. */
-const struct opreg__cpu_simd *opreg__cpu_simd(void);
+/* The table of path @p isa (never above what the CPU has), or NULL for
+ * portable C. */
+const struct opreg__cpu_simd *opreg__cpu_simd_for(int isa);
 
 /* Run fn over [0, rows), split into contiguous ranges over threads when
  * @p bytes (moved by the whole call) is large enough; else on this thread. */

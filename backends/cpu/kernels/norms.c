@@ -41,9 +41,10 @@ static void fused_add_portable(const void *args, int64_t r0, int64_t r1) {
     }
 }
 
-static void rms_norm(int dt, void *out, int64_t out_stride, const void *in, int64_t in_stride,
-                     const void *w, int64_t rows, int64_t hidden, float eps) {
-    const struct opreg__cpu_simd *s = opreg__cpu_simd();
+void opreg__cpu_rms_norm(int isa, int dt, void *out, int64_t out_stride, const void *in,
+                         int64_t in_stride, const void *w, int64_t rows, int64_t hidden,
+                         float eps) {
+    const struct opreg__cpu_simd *s = opreg__cpu_simd_for(isa);
     struct opreg__norm_args a = { .out = out,
                                   .in = in,
                                   .w = w,
@@ -59,9 +60,10 @@ static void rms_norm(int dt, void *out, int64_t out_stride, const void *in, int6
                         2 * rows * hidden * (int64_t)opreg__cpu_es(dt));
 }
 
-static void fused_add(int dt, void *in, int64_t in_stride, void *res, int64_t res_stride,
-                      const void *w, int64_t rows, int64_t hidden, float eps) {
-    const struct opreg__cpu_simd *s = opreg__cpu_simd();
+void opreg__cpu_fused_add_rms_norm(int isa, int dt, void *in, int64_t in_stride, void *res,
+                                   int64_t res_stride, const void *w, int64_t rows, int64_t hidden,
+                                   float eps) {
+    const struct opreg__cpu_simd *s = opreg__cpu_simd_for(isa);
     struct opreg__norm_args a = { .out = in,
                                   .in = in,
                                   .res = res,
@@ -80,12 +82,14 @@ static void fused_add(int dt, void *in, int64_t in_stride, void *res, int64_t re
 #define DEFINE_NORMS(sfx, T, DT)                                                                   \
     void opreg__cpu_rms_norm_##sfx(T *out, int64_t out_stride, const T *input, int64_t in_stride,  \
                                    const T *weight, int64_t rows, int64_t hidden, float eps) {     \
-        rms_norm(DT, out, out_stride, input, in_stride, weight, rows, hidden, eps);                \
+        opreg__cpu_rms_norm(opreg__cpu_isa(), DT, out, out_stride, input, in_stride, weight, rows, \
+                            hidden, eps);                                                          \
     }                                                                                              \
     void opreg__cpu_fused_add_rms_norm_##sfx(T *input, int64_t in_stride, T *residual,             \
                                              int64_t res_stride, const T *weight, int64_t rows,    \
                                              int64_t hidden, float eps) {                          \
-        fused_add(DT, input, in_stride, residual, res_stride, weight, rows, hidden, eps);          \
+        opreg__cpu_fused_add_rms_norm(opreg__cpu_isa(), DT, input, in_stride, residual,            \
+                                      res_stride, weight, rows, hidden, eps);                      \
     }
 
 DEFINE_NORMS(f32, float, OPREG_DTYPE_F32)

@@ -64,8 +64,8 @@ static int64_t chunks(int64_t n) {
     return (n + OPREG__CPU_CHUNK - 1) / OPREG__CPU_CHUNK;
 }
 
-static void int8_static(int dt, int8_t *out, const void *in, int64_t n, float scale) {
-    const struct opreg__cpu_simd *s = opreg__cpu_simd();
+void opreg__cpu_int8_static(int isa, int dt, int8_t *out, const void *in, int64_t n, float scale) {
+    const struct opreg__cpu_simd *s = opreg__cpu_simd_for(isa);
     struct opreg__quant_args a = {
         .out = out, .in = in, .n = n, .scale = scale, .dt = dt, .nt = opreg__cpu_stream(n)
     };
@@ -73,9 +73,9 @@ static void int8_static(int dt, int8_t *out, const void *in, int64_t n, float sc
                         n * (int64_t)(opreg__cpu_es(dt) + 1));
 }
 
-static void int8_dynamic(int dt, int8_t *out, float *scales, const void *in, int64_t in_stride,
-                         int64_t rows, int64_t hidden) {
-    const struct opreg__cpu_simd *s = opreg__cpu_simd();
+void opreg__cpu_int8_dynamic(int isa, int dt, int8_t *out, float *scales, const void *in,
+                             int64_t in_stride, int64_t rows, int64_t hidden) {
+    const struct opreg__cpu_simd *s = opreg__cpu_simd_for(isa);
     struct opreg__quant_args a = {
         .out = out,
         .scales = scales,
@@ -89,15 +89,16 @@ static void int8_dynamic(int dt, int8_t *out, float *scales, const void *in, int
                         rows * hidden * (int64_t)(opreg__cpu_es(dt) + 1));
 }
 
-static void fp8_static(int dt, uint8_t *out, const void *in, int64_t n, float scale) {
-    const struct opreg__cpu_simd *s = opreg__cpu_simd();
+void opreg__cpu_fp8_static(int isa, int dt, uint8_t *out, const void *in, int64_t n, float scale) {
+    const struct opreg__cpu_simd *s = opreg__cpu_simd_for(isa);
     struct opreg__quant_args a = { .out = out, .in = in, .n = n, .scale = scale, .dt = dt };
     opreg__cpu_parallel(s ? s->fp8_static : fp8_static_portable, &a, chunks(n),
                         n * (int64_t)(opreg__cpu_es(dt) + 1));
 }
 
-static void fp8_dynamic(int dt, uint8_t *out, float *scale, const void *in, int64_t n) {
-    const struct opreg__cpu_simd *s = opreg__cpu_simd();
+void opreg__cpu_fp8_dynamic(int isa, int dt, uint8_t *out, float *scale, const void *in,
+                            int64_t n) {
+    const struct opreg__cpu_simd *s = opreg__cpu_simd_for(isa);
     /* At most MAX_UNITS units of at least a chunk each, so the per-unit
      * maxima fit on the stack whatever n is. */
     float partial[MAX_UNITS], amax = 0.0f;
@@ -110,26 +111,27 @@ static void fp8_dynamic(int dt, uint8_t *out, float *scale, const void *in, int6
     for (int64_t u = 0; u < units; u++)
         amax = fmaxf(amax, partial[u]);
     *scale = fmaxf(*scale, amax / 448.0f);
-    fp8_static(dt, out, in, n, *scale);
+    opreg__cpu_fp8_static(isa, dt, out, in, n, *scale);
 }
 
 #define DEFINE_QUANT(sfx, T, DT)                                                                   \
     void opreg__cpu_static_scaled_int8_quant_##sfx(int8_t *out, const T *input, int64_t n,         \
                                                    float scale) {                                  \
-        int8_static(DT, out, input, n, scale);                                                     \
+        opreg__cpu_int8_static(opreg__cpu_isa(), DT, out, input, n, scale);                        \
     }                                                                                              \
     void opreg__cpu_dynamic_scaled_int8_quant_##sfx(int8_t *out, float *scales, const T *input,    \
                                                     int64_t in_stride, int64_t rows,               \
                                                     int64_t hidden) {                              \
-        int8_dynamic(DT, out, scales, input, in_stride, rows, hidden);                             \
+        opreg__cpu_int8_dynamic(opreg__cpu_isa(), DT, out, scales, input, in_stride, rows,         \
+                                hidden);                                                           \
     }                                                                                              \
     void opreg__cpu_static_scaled_fp8_quant_##sfx(uint8_t *out, const T *input, int64_t n,         \
                                                   float scale) {                                   \
-        fp8_static(DT, out, input, n, scale);                                                      \
+        opreg__cpu_fp8_static(opreg__cpu_isa(), DT, out, input, n, scale);                         \
     }                                                                                              \
     void opreg__cpu_dynamic_scaled_fp8_quant_##sfx(uint8_t *out, float *scale, const T *input,     \
                                                    int64_t n) {                                    \
-        fp8_dynamic(DT, out, scale, input, n);                                                     \
+        opreg__cpu_fp8_dynamic(opreg__cpu_isa(), DT, out, scale, input, n);                        \
     }
 
 DEFINE_QUANT(f32, float, OPREG_DTYPE_F32)

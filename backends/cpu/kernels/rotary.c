@@ -37,10 +37,10 @@ static void rotary_portable(const void *args, int64_t t0, int64_t t1) {
     }
 }
 
-static void rotary(int dt, const int64_t *pos, const int64_t *offsets, int64_t tokens, void *q,
-                   int64_t q_stride, int64_t nq, void *k, int64_t k_stride, int64_t nk,
-                   int64_t head_size, const void *cache, int64_t rot_dim, bool neox) {
-    const struct opreg__cpu_simd *s = opreg__cpu_simd();
+void opreg__cpu_rotary(int isa, int dt, const int64_t *pos, const int64_t *offsets, int64_t tokens,
+                       void *q, int64_t q_stride, int64_t nq, void *k, int64_t k_stride, int64_t nk,
+                       int64_t head_size, const void *cache, int64_t rot_dim, bool neox) {
+    const struct opreg__cpu_simd *s = opreg__cpu_simd_for(isa);
     struct opreg__rope_args a = { .pos = pos,
                                   .offsets = offsets,
                                   .q = q,
@@ -67,8 +67,9 @@ static void rotary(int dt, const int64_t *pos, const int64_t *offsets, int64_t t
         const int64_t *positions, const int64_t *offsets, int64_t tokens, T *query,                \
         int64_t q_stride, int64_t num_heads, T *key, int64_t k_stride, int64_t num_kv_heads,       \
         int64_t head_size, const T *cos_sin_cache, int64_t rot_dim, bool is_neox) {                \
-        rotary(DT, positions, offsets, tokens, query, q_stride, num_heads, key, k_stride,          \
-               num_kv_heads, head_size, cos_sin_cache, rot_dim, is_neox);                          \
+        opreg__cpu_rotary(opreg__cpu_isa(), DT, positions, offsets, tokens, query, q_stride,       \
+                          num_heads, key, k_stride, num_kv_heads, head_size, cos_sin_cache,        \
+                          rot_dim, is_neox);                                                       \
     }
 
 DEFINE_ROTARY(f32, float, OPREG_DTYPE_F32)

@@ -1,0 +1,521 @@
+/* The CPU key of the op catalogue, as ordered providers (include/opreg/
+ * provider.h): oneDNN where it covers the call, then the SIMD paths from
+ * the widest this CPU has (avx512_bf16, avx512, avx2), then portable C.
+ * A SIMD provider declines when the CPU lacks its instructions or
+ * OPREG_CPU_ISA caps the paths below it; paged attention's also decline
+ * sizes past their stack buffers, which the `reference` provider takes.
+ *
+ * Every provider's kernel is cpu_kernel(): the op's checks (the same
+ * functions as the Meta and Reference keys, so every backend refuses the
+ * same inputs), host memory, then the provider's `run`, which takes checked
+ * arguments. That is the one place the contract is kept. */
+#include "backends/cpu/kernels/cpu_kernels.h"
+#include "backends/cpu/onednn/onednn.h"
+#include "ops/check/check.h"
+#include "ops/ops_internal.h"
+#include "ops/ref/ref.h"
+#include "ops/register/catalogue.h"
+
+#include <stdio.h>
+
+/* Short names for the argument accessors. */
+#define TS OPREG__ARG_T
+#define OT OPREG__ARG_OPT_T
+#define IV OPREG__ARG_I
+#define FV OPREG__ARG_F
+#define BV OPREG__ARG_B
+#define SV OPREG__ARG_S
+
+/* Each op's shared checks, as the catalogue table unpacks its arguments. */
+#define CHECK_FN(op, arglist)                                                                      \
+    __attribute__((unused)) static opreg_status check_##op(const opreg_value *args) {              \
+        return opreg__check_##op arglist;                                                          \
+    }
+OPREG__CATALOGUE_OPS(CHECK_FN)
+#undef CHECK_FN
+
+static opreg_status check_linear(const opreg_value *args) {
+    (void)args; /* opreg__linear_into_new runs linear's checks */
+    return OPREG_OK;
+}
+
+/* Each op's portable reference kernel, on checked arguments. */
+#define REF_RUN(op, arglist)                                                                       \
+    __attribute__((unused)) static opreg_status ref_##op(const opreg_value *args,                  \
+                                                         opreg_value *rets, int isa) {             \
+        (void)rets, (void)isa;                                                                     \
+        return opreg__ref_##op arglist;                                                            \
+    }
+OPREG__CATALOGUE_OPS(REF_RUN)
+#undef REF_RUN
+
+/* A provider of the CPU key: the context of cpu_kernel and of its predicate. */
+struct cpu_provider {
+    const char *op;        /* "_C::rms_norm", for messages */
+    const char *host_name; /* the argument that must be in host memory */
+    int host_arg;
+    opreg_status (*check)(const opreg_value *args);
+    opreg_status (*run)(const opreg_value *args, opreg_value *rets, int isa);
+    int isa; /* the path it stands for (OPREG__ISA_*) */
+    /* Whether run takes these arguments, beyond the ISA; NULL: all. */
+    bool (*covers)(const opreg_value *args, char *why, size_t cap);
+};
+
+static opreg_status cpu_kernel(void *context, const opreg_op *op, const opreg_value *args,
+                               opreg_value *rets) {
+    (void)op;
+    const struct cpu_provider *p = context;
+    if (p->check) OPREG__TRY(p->check(args));
+    if (p->host_name) OPREG__TRY(opreg__chk_cpu(p->op, p->host_name, TS(p->host_arg)));
+    return p->run(args, rets, p->isa);
+}
+
+static const char *isa_text(int isa) {
+    switch (isa) {
+    case OPREG__ISA_AVX2:
+        return "AVX2, FMA and F16C";
+    case OPREG__ISA_AVX512:
+        return "AVX-512 (F, BW, VL, DQ)";
+    default:
+        return "AVX-512 with AVX512-BF16";
+    }
+}
+
+static bool cpu_supports(void *context, const opreg_op *op, const opreg_value *args, char *why,
+                         size_t cap) {
+    (void)op;
+    const struct cpu_provider *p = context;
+    if (p->isa > OPREG__ISA_PORTABLE) {
+        if (opreg__cpu_isa_detected() < p->isa) {
+            snprintf(why, cap, "this CPU lacks %s", isa_text(p->isa));
+            return false;
+        }
+        if (opreg__cpu_isa() < p->isa) {
+            snprintf(why, cap, "OPREG_CPU_ISA=%s caps the CPU paths below %s",
+                     opreg__cpu_isa_name(opreg__cpu_isa()), opreg__cpu_isa_name(p->isa));
+            return false;
+        }
+    }
+    return !p->covers || p->covers(args, why, cap);
+}
+
+/* Rows of a checked tensor whose last dim is contiguous and whose leading
+ * dims collapse (opreg__chk_rows): count, width and stride in elements. */
+typedef struct rows {
+    int64_t n, width, stride;
+} rows;
+
+static rows rows_of(const opreg_tensor *t) {
+    rows r;
+    r.width = t->ndim ? t->shape[t->ndim - 1] : 1;
+    r.n = r.width ? opreg__numel(t) / r.width : 0;
+    r.stride = opreg__row_stride(t); /* dims of size 1 have no stride that matters */
+    return r;
+}
+
+/* ---- norms ------------------------------------------------------------------------ */
+
+static opreg_status run_rms_norm(const opreg_value *args, opreg_value *rets, int isa) {
+    (void)rets;
+    const opreg_tensor *out = TS(0), *in = TS(1), *w = TS(2);
+    rows ro = rows_of(out), ri = rows_of(in);
+    opreg__cpu_rms_norm(isa, opreg__dtype_of(in), opreg__ptr(out), ro.stride, opreg__ptr(in),
+                        ri.stride, opreg__ptr(w), ri.n, ri.width, (float)FV(3));
+    return OPREG_OK;
+}
+
+static opreg_status run_fused_add_rms_norm(const opreg_value *args, opreg_value *rets, int isa) {
+    (void)rets;
+    const opreg_tensor *in = TS(0), *res = TS(1), *w = TS(2);
+    rows ri = rows_of(in), rr = rows_of(res);
+    opreg__cpu_fused_add_rms_norm(isa, opreg__dtype_of(in), opreg__ptr(in), ri.stride,
+                                  opreg__ptr(res), rr.stride, opreg__ptr(w), ri.n, ri.width,
+                                  (float)FV(3));
+    return OPREG_OK;
+}
+
+/* ---- activations ------------------------------------------------------------------- */
+
+/* Gated activations: input rows [x | y] of 2d, out rows of d. */
+static opreg_status gated(const opreg_value *args, int isa, int kind) {
+    const opreg_tensor *out = TS(0), *in = TS(1);
+    rows ro = rows_of(out), ri = rows_of(in);
+    opreg__cpu_gated(isa, kind, opreg__dtype_of(in), opreg__ptr(out), ro.stride, opreg__ptr(in),
+                     ri.stride, ri.n, ro.width);
+    return OPREG_OK;
+}
+
+static opreg_status run_silu_and_mul(const opreg_value *args, opreg_value *rets, int isa) {
+    (void)rets;
+    return gated(args, isa, OPREG__ACT_SILU);
+}
+
+static opreg_status run_gelu_and_mul(const opreg_value *args, opreg_value *rets, int isa) {
+    (void)rets;
+    return gated(args, isa, OPREG__ACT_GELU);
+}
+
+static opreg_status run_gelu_tanh_and_mul(const opreg_value *args, opreg_value *rets, int isa) {
+    (void)rets;
+    return gated(args, isa, OPREG__ACT_GELU_TANH);
+}
+
+/* Elementwise activations, row by row (rows may be strided), or in one
+ * pass when both are dense. */
+static opreg_status elementwise(const opreg_value *args, int isa, int kind) {
+    const opreg_tensor *out = TS(0), *in = TS(1);
+    rows ro = rows_of(out), ri = rows_of(in);
+    int dt = opreg__dtype_of(in);
+    size_t es = opreg__dtype_bytes(dt);
+    bool flat = ro.stride == ro.width && ri.stride == ri.width;
+    int64_t n = flat ? ri.n * ri.width : ri.width, nrows = flat ? 1 : ri.n;
+    if (n == 0) return OPREG_OK; /* no address to form: data may be NULL */
+    for (int64_t r = 0; r < nrows; r++)
+        opreg__cpu_elementwise(isa, kind, dt,
+                               (char *)opreg__ptr(out) + (size_t)(r * ro.stride) * es,
+                               (const char *)opreg__ptr(in) + (size_t)(r * ri.stride) * es, n);
+    return OPREG_OK;
+}
+
+static opreg_status run_gelu_new(const opreg_value *args, opreg_value *rets, int isa) {
+    (void)rets;
+    return elementwise(args, isa, OPREG__ACT_GELU_NEW);
+}
+
+static opreg_status run_gelu_fast(const opreg_value *args, opreg_value *rets, int isa) {
+    (void)rets;
+    return elementwise(args, isa, OPREG__ACT_GELU_FAST);
+}
+
+static opreg_status run_gelu_quick(const opreg_value *args, opreg_value *rets, int isa) {
+    (void)rets;
+    return elementwise(args, isa, OPREG__ACT_GELU_QUICK);
+}
+
+/* ---- rotary --------------------------------------------------------------------------- */
+
+static opreg_status rotary(const opreg_value *args, int isa, const opreg_tensor *offsets) {
+    const opreg_tensor *pos = TS(0), *q = TS(1), *k = TS(2), *cache = TS(4);
+    int64_t head_size = IV(3), tokens = opreg__numel(pos);
+    int64_t q_row = tokens ? opreg__numel(q) / tokens : 0;
+    int64_t k_row = tokens ? opreg__numel(k) / tokens : 0;
+    opreg__cpu_rotary(isa, opreg__dtype_of(q), opreg__ptr(pos),
+                      offsets ? opreg__ptr(offsets) : NULL, tokens, opreg__ptr(q),
+                      opreg__rotary_token_stride(q, pos), q_row / head_size, opreg__ptr(k),
+                      opreg__rotary_token_stride(k, pos), k_row / head_size, head_size,
+                      opreg__ptr(cache), cache->shape[1], BV(5));
+    return OPREG_OK;
+}
+
+static opreg_status run_rotary_embedding(const opreg_value *args, opreg_value *rets, int isa) {
+    (void)rets;
+    OPREG__TRY(opreg__check_rotary_embedding_data(TS(0), TS(4)));
+    return rotary(args, isa, NULL);
+}
+
+static opreg_status run_batched_rotary_embedding(const opreg_value *args, opreg_value *rets,
+                                                 int isa) {
+    (void)rets;
+    OPREG__TRY(opreg__check_batched_rotary_embedding_data(TS(0), TS(4), TS(7)));
+    return rotary(args, isa, TS(7));
+}
+
+/* ---- quantisation ---------------------------------------------------------------------- */
+
+static float scalar_f32(const opreg_tensor *t) {
+    return *(const float *)opreg__ptr(t);
+}
+
+static opreg_status run_static_scaled_int8_quant(const opreg_value *args, opreg_value *rets,
+                                                 int isa) {
+    (void)rets;
+    const opreg_tensor *in = TS(1);
+    opreg__cpu_int8_static(isa, opreg__dtype_of(in), opreg__ptr(TS(0)), opreg__ptr(in),
+                           opreg__numel(in), scalar_f32(TS(2)));
+    return OPREG_OK;
+}
+
+static opreg_status run_static_scaled_fp8_quant(const opreg_value *args, opreg_value *rets,
+                                                int isa) {
+    (void)rets;
+    const opreg_tensor *in = TS(1);
+    opreg__cpu_fp8_static(isa, opreg__dtype_of(in), opreg__ptr(TS(0)), opreg__ptr(in),
+                          opreg__numel(in), scalar_f32(TS(2)));
+    return OPREG_OK;
+}
+
+static opreg_status run_dynamic_scaled_int8_quant(const opreg_value *args, opreg_value *rets,
+                                                  int isa) {
+    (void)rets;
+    const opreg_tensor *in = TS(1);
+    rows ri = rows_of(in);
+    opreg__cpu_int8_dynamic(isa, opreg__dtype_of(in), opreg__ptr(TS(0)), opreg__ptr(TS(2)),
+                            opreg__ptr(in), ri.stride, ri.n, ri.width);
+    return OPREG_OK;
+}
+
+static opreg_status run_dynamic_scaled_fp8_quant(const opreg_value *args, opreg_value *rets,
+                                                 int isa) {
+    (void)rets;
+    const opreg_tensor *in = TS(1);
+    opreg__cpu_fp8_dynamic(isa, opreg__dtype_of(in), opreg__ptr(TS(0)), opreg__ptr(TS(2)),
+                           opreg__ptr(in), opreg__numel(in));
+    return OPREG_OK;
+}
+
+/* ---- KV cache ------------------------------------------------------------------------- */
+
+static opreg_status run_reshape_and_cache(const opreg_value *args, opreg_value *rets, int isa) {
+    (void)rets, (void)isa;
+    const opreg_tensor *key = TS(0), *value = TS(1), *kc = TS(2), *vc = TS(3), *slots = TS(4);
+    OPREG__TRY(opreg__check_reshape_and_cache_data(kc, slots));
+    opreg__cpu_reshape_and_cache_generic(
+        opreg__ptr(key), opreg__stride(key, 0), opreg__ptr(value), opreg__stride(value, 0),
+        opreg__ptr(kc), opreg__block_stride(kc), opreg__ptr(vc), opreg__block_stride(vc),
+        opreg__ptr(slots), opreg__numel(slots), key->shape[1], key->shape[2], kc->shape[3],
+        kc->shape[4], opreg__dtype_of(key), opreg__kv_cache_kind(SV(5)), (float)FV(6));
+    return OPREG_OK;
+}
+
+static opreg_status run_reshape_and_cache_flash(const opreg_value *args, opreg_value *rets,
+                                                int isa) {
+    (void)rets, (void)isa;
+    const opreg_tensor *key = TS(0), *value = TS(1), *kc = TS(2), *vc = TS(3), *slots = TS(4);
+    OPREG__TRY(opreg__check_reshape_and_cache_flash_data(kc, slots));
+    opreg__cpu_reshape_and_cache_flash_generic(
+        opreg__ptr(key), opreg__stride(key, 0), opreg__ptr(value), opreg__stride(value, 0),
+        opreg__ptr(kc), opreg__block_stride(kc), opreg__ptr(vc), opreg__block_stride(vc),
+        opreg__ptr(slots), opreg__numel(slots), key->shape[1], key->shape[2], kc->shape[1],
+        opreg__dtype_of(key), opreg__kv_cache_kind(SV(5)), 1.0f);
+    return OPREG_OK;
+}
+
+/* ---- attention ------------------------------------------------------------------------ */
+
+static opreg_status run_paged_attention_v1(const opreg_value *args, opreg_value *rets, int isa) {
+    (void)rets;
+    const opreg_tensor *out = TS(0), *q = TS(1), *kc = TS(2), *vc = TS(3), *bt = TS(6),
+                       *lens = TS(7), *alibi = OT(10);
+    int64_t bs = IV(8);
+    OPREG__TRY(opreg__check_paged_attention_v1_data(kc, bt, lens, bs, IV(9)));
+    opreg__cpu_paged_attention_v1(isa, opreg__ptr(out), opreg__ptr(q), opreg__stride(q, 0),
+                                  opreg__ptr(kc), opreg__ptr(vc), opreg__ptr(bt), opreg__ptr(lens),
+                                  alibi ? opreg__ptr(alibi) : NULL, q->shape[0], q->shape[1], IV(4),
+                                  q->shape[2], kc->shape[4], bs, opreg__block_stride(kc),
+                                  opreg__block_stride(vc), bt->shape[1], (float)FV(5),
+                                  opreg__dtype_of(q), opreg__kv_cache_kind(SV(11)), (float)FV(12));
+    return OPREG_OK;
+}
+
+/* The fast kernel's buffers live on the stack: head and block sizes past
+ * them go to the `reference` provider. Arguments are not checked yet: a
+ * query that is not 3-d is taken, for the checks to refuse. */
+static bool attention_covers(const opreg_value *args, char *why, size_t cap) {
+    const opreg_tensor *q = TS(1);
+    int64_t head = q->ndim == 3 ? q->shape[2] : 0, block = IV(8);
+    if (head > OPREG__CPU_PA_MAX_HEAD) {
+        snprintf(why, cap, "head_size %lld is past the fast kernel's %d", (long long)head,
+                 OPREG__CPU_PA_MAX_HEAD);
+        return false;
+    }
+    if (block > OPREG__CPU_PA_MAX_BLOCK) {
+        snprintf(why, cap, "block_size %lld is past the fast kernel's %d", (long long)block,
+                 OPREG__CPU_PA_MAX_BLOCK);
+        return false;
+    }
+    return true;
+}
+
+/* ---- GEMM (oneDNN) ------------------------------------------------------------------------ */
+
+static opreg_status run_cutlass_scaled_mm_onednn(const opreg_value *args, opreg_value *rets,
+                                                 int isa) {
+    (void)rets, (void)isa;
+    return opreg__onednn_scaled_mm((opreg_tensor *)TS(0), TS(1), TS(2), TS(3), TS(4), OT(5));
+}
+
+static bool scaled_mm_covers(const opreg_value *args, char *why, size_t cap) {
+    const opreg_tensor *out = TS(0), *a = TS(1), *b = TS(2);
+    if (out->ndim != 2 || a->ndim != 2 || b->ndim != 2) return true; /* for the checks */
+    if (opreg__onednn_scaled_mm_covers(out, a, b)) return true;
+    snprintf(why, cap,
+             "oneDNN takes int8 a and b, an f32 or bf16 result, a's rows and b's "
+             "columns dense");
+    return false;
+}
+
+static opreg_status onednn_linear(const opreg_tensor *out, const opreg_tensor *input,
+                                  const opreg_tensor *weight, const opreg_tensor *bias) {
+    return opreg__onednn_linear((opreg_tensor *)out, input, weight, bias);
+}
+
+static opreg_status run_linear_onednn(const opreg_value *args, opreg_value *rets, int isa) {
+    (void)isa;
+    return opreg__linear_into_new(rets, args, TS(0)->device, onednn_linear);
+}
+
+static opreg_status run_linear_portable(const opreg_value *args, opreg_value *rets, int isa) {
+    (void)isa;
+    return opreg__linear_into_new(rets, args, TS(0)->device, opreg__ref_linear);
+}
+
+static bool linear_covers(const opreg_value *args, char *why, size_t cap) {
+    if (opreg__onednn_linear_covers(TS(0))) return true;
+    snprintf(why, cap, "oneDNN takes f32 and bf16 operands only");
+    return false;
+}
+
+/* ---- the providers --------------------------------------------------------------------- */
+
+/* Priorities: oneDNN first, the SIMD paths from the widest, then portable
+ * and reference; a plugin places its own around these by name or number. */
+enum {
+    PRIO_ONEDNN = 400,
+    PRIO_AVX512_BF16 = 330,
+    PRIO_AVX512 = 320,
+    PRIO_AVX2 = 310,
+    PRIO_PORTABLE = 200,
+    PRIO_REFERENCE = 100,
+};
+
+struct cpu_entry {
+    const char *name;
+    int32_t priority;
+    bool predicate;
+    struct cpu_provider p;
+};
+
+#define OP_(op, host_arg, host_name) "_C::" #op, host_name, host_arg, check_##op
+/* The SIMD paths and portable C of an op whose kernel takes the ISA. */
+#define SIMD_PATHS(op, host_arg, host_name, covers)                                                \
+    { "avx512_bf16",                                                                               \
+      PRIO_AVX512_BF16,                                                                            \
+      true,                                                                                        \
+      { OP_(op, host_arg, host_name), run_##op, OPREG__ISA_AVX512_BF16, covers } },                \
+        { "avx512",                                                                                \
+          PRIO_AVX512,                                                                             \
+          true,                                                                                    \
+          { OP_(op, host_arg, host_name), run_##op, OPREG__ISA_AVX512, covers } },                 \
+        { "avx2",                                                                                  \
+          PRIO_AVX2,                                                                               \
+          true,                                                                                    \
+          { OP_(op, host_arg, host_name), run_##op, OPREG__ISA_AVX2, covers } },                   \
+    {                                                                                              \
+        "portable", PRIO_PORTABLE, covers != NULL, {                                               \
+            OP_(op, host_arg, host_name), run_##op, OPREG__ISA_PORTABLE, covers                    \
+        }                                                                                          \
+    }
+/* A provider that runs an op's reference kernel, which checks for itself. */
+#define REF(name, prio, op)                                                                        \
+    {                                                                                              \
+        name, prio, false, {                                                                       \
+            "_C::" #op, NULL, 0, NULL, ref_##op, OPREG__ISA_PORTABLE, NULL                         \
+        }                                                                                          \
+    }
+/* One provider running @p run on every argument. */
+#define ONLY(name, prio, op, host_arg, host_name, run)                                             \
+    {                                                                                              \
+        name, prio, false, {                                                                       \
+            OP_(op, host_arg, host_name), run, OPREG__ISA_PORTABLE, NULL                           \
+        }                                                                                          \
+    }
+
+static struct cpu_entry rms_norm_p[] = { SIMD_PATHS(rms_norm, 1, "input", NULL) };
+static struct cpu_entry fused_add_rms_norm_p[] = { SIMD_PATHS(fused_add_rms_norm, 0, "input",
+                                                              NULL) };
+static struct cpu_entry silu_and_mul_p[] = { SIMD_PATHS(silu_and_mul, 1, "input", NULL) };
+static struct cpu_entry gelu_and_mul_p[] = { SIMD_PATHS(gelu_and_mul, 1, "input", NULL) };
+static struct cpu_entry gelu_tanh_and_mul_p[] = { SIMD_PATHS(gelu_tanh_and_mul, 1, "input", NULL) };
+static struct cpu_entry gelu_new_p[] = { SIMD_PATHS(gelu_new, 1, "input", NULL) };
+static struct cpu_entry gelu_fast_p[] = { SIMD_PATHS(gelu_fast, 1, "input", NULL) };
+static struct cpu_entry gelu_quick_p[] = { SIMD_PATHS(gelu_quick, 1, "input", NULL) };
+static struct cpu_entry rotary_embedding_p[] = { SIMD_PATHS(rotary_embedding, 1, "query", NULL) };
+static struct cpu_entry batched_rotary_embedding_p[] = { SIMD_PATHS(batched_rotary_embedding, 1,
+                                                                    "query", NULL) };
+static struct cpu_entry static_scaled_int8_quant_p[] = { SIMD_PATHS(static_scaled_int8_quant, 1,
+                                                                    "input", NULL) };
+static struct cpu_entry static_scaled_fp8_quant_p[] = { SIMD_PATHS(static_scaled_fp8_quant, 1,
+                                                                   "input", NULL) };
+static struct cpu_entry dynamic_scaled_int8_quant_p[] = { SIMD_PATHS(dynamic_scaled_int8_quant, 1,
+                                                                     "input", NULL) };
+static struct cpu_entry dynamic_scaled_fp8_quant_p[] = { SIMD_PATHS(dynamic_scaled_fp8_quant, 1,
+                                                                    "input", NULL) };
+static struct cpu_entry paged_attention_v1_p[] = {
+    SIMD_PATHS(paged_attention_v1, 1, "query", attention_covers),
+    REF("reference", PRIO_REFERENCE, paged_attention_v1),
+};
+static struct cpu_entry reshape_and_cache_p[] = {
+    ONLY("portable", PRIO_PORTABLE, reshape_and_cache, 0, "key", run_reshape_and_cache),
+};
+static struct cpu_entry reshape_and_cache_flash_p[] = {
+    ONLY("portable", PRIO_PORTABLE, reshape_and_cache_flash, 0, "key", run_reshape_and_cache_flash),
+};
+static struct cpu_entry copy_blocks_p[] = {
+    REF("portable", PRIO_PORTABLE, copy_blocks),
+};
+static struct cpu_entry swap_blocks_p[] = {
+    REF("portable", PRIO_PORTABLE, swap_blocks),
+};
+static struct cpu_entry moe_align_block_size_p[] = {
+    REF("portable", PRIO_PORTABLE, moe_align_block_size),
+};
+static struct cpu_entry topk_softmax_p[] = {
+    REF("portable", PRIO_PORTABLE, topk_softmax),
+};
+static struct cpu_entry cutlass_scaled_mm_p[] = {
+    { "onednn",
+      PRIO_ONEDNN,
+      true,
+      { OP_(cutlass_scaled_mm, 1, "a"), run_cutlass_scaled_mm_onednn, OPREG__ISA_PORTABLE,
+        scaled_mm_covers } },
+    REF("portable", PRIO_PORTABLE, cutlass_scaled_mm),
+};
+static struct cpu_entry linear_p[] = {
+    { "onednn",
+      PRIO_ONEDNN,
+      true,
+      { OP_(linear, 0, "input"), run_linear_onednn, OPREG__ISA_PORTABLE, linear_covers } },
+    ONLY("portable", PRIO_PORTABLE, linear, 0, "input", run_linear_portable),
+};
+
+static void add_all(opreg_library *m, const char *op, struct cpu_entry *e, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        opreg_provider p = { 0 };
+        p.struct_size = sizeof p;
+        p.name = e[i].name;
+        p.kernel.fn = cpu_kernel;
+        p.kernel.context = &e[i].p;
+        p.supports = e[i].predicate ? cpu_supports : NULL;
+        p.place = OPREG_PROVIDER_AT_PRIORITY;
+        p.priority = e[i].priority;
+        opreg_library_provider(m, op, OPREG_KEY_NONE, &p); /* a failure stays in m */
+    }
+}
+
+#define ADD(op) add_all(m, #op, op##_p, sizeof op##_p / sizeof op##_p[0])
+
+OPREG_LIBRARY_IMPL(_C, CPU, m) {
+    ADD(rms_norm);
+    ADD(fused_add_rms_norm);
+    ADD(silu_and_mul);
+    ADD(gelu_and_mul);
+    ADD(gelu_tanh_and_mul);
+    ADD(gelu_new);
+    ADD(gelu_fast);
+    ADD(gelu_quick);
+    ADD(rotary_embedding);
+    ADD(batched_rotary_embedding);
+    ADD(reshape_and_cache);
+    ADD(reshape_and_cache_flash);
+    ADD(copy_blocks);
+    ADD(swap_blocks);
+    ADD(static_scaled_fp8_quant);
+    ADD(dynamic_scaled_fp8_quant);
+    ADD(static_scaled_int8_quant);
+    ADD(dynamic_scaled_int8_quant);
+    ADD(moe_align_block_size);
+    ADD(topk_softmax);
+    ADD(cutlass_scaled_mm);
+    ADD(linear);
+    ADD(paged_attention_v1);
+}
