@@ -113,6 +113,14 @@ static rows rows_of(const opreg_tensor *t) {
     return r;
 }
 
+/* Whether a predicate may read @p t's sizes: it has rank @p ndim and a shape.
+ * Predicates run before the op's checks, on tensors that may be malformed;
+ * they take what is not well formed, for the checks to refuse with their
+ * message. */
+static bool well_formed(const opreg_tensor *t, int ndim) {
+    return t->ndim == ndim && t->shape;
+}
+
 /* ---- norms ------------------------------------------------------------------------ */
 
 static opreg_status run_rms_norm(const opreg_value *args, opreg_value *rets, int isa) {
@@ -312,7 +320,7 @@ static opreg_status run_paged_attention_v1(const opreg_value *args, opreg_value 
  * query that is not 3-d is taken, for the checks to refuse. */
 static bool attention_covers(const opreg_value *args, char *why, size_t cap) {
     const opreg_tensor *q = TS(1);
-    int64_t head = q->ndim == 3 ? q->shape[2] : 0, block = IV(8);
+    int64_t head = well_formed(q, 3) ? q->shape[2] : 0, block = IV(8);
     if (head > OPREG__CPU_PA_MAX_HEAD) {
         snprintf(why, cap, "head_size %lld is past the fast kernel's %d", (long long)head,
                  OPREG__CPU_PA_MAX_HEAD);
@@ -336,7 +344,8 @@ static opreg_status run_cutlass_scaled_mm_onednn(const opreg_value *args, opreg_
 
 static bool scaled_mm_covers(const opreg_value *args, char *why, size_t cap) {
     const opreg_tensor *out = TS(0), *a = TS(1), *b = TS(2);
-    if (out->ndim != 2 || a->ndim != 2 || b->ndim != 2) return true; /* for the checks */
+    if (!well_formed(out, 2) || !well_formed(a, 2) || !well_formed(b, 2))
+        return true; /* for the checks to refuse */
     if (opreg__onednn_scaled_mm_covers(out, a, b)) return true;
     snprintf(why, cap,
              "oneDNN takes int8 a and b, an f32 or bf16 result, a's rows and b's "

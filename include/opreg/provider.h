@@ -56,7 +56,10 @@ typedef enum opreg_provider_place {
 /// argument in schema order, with the boxed call's type checks passed (each
 /// tensor non-NULL) but not the op's own checks: read metadata only (dtype,
 /// shape, strides, device, scalars), never tensor data, which may be absent
-/// (Meta tensors). Called from any thread, concurrently; must not register.
+/// (Meta tensors), and check a tensor's rank and that its shape is not NULL
+/// before reading its sizes (the op's checks have not run yet; a predicate
+/// that accepts what it cannot read leaves the refusal to them). Called from
+/// any thread, concurrently; must not register.
 /// @p context is the provider's kernel context.
 typedef bool (*opreg_supports_fn)(void *context, const opreg_op *op, const opreg_value *args,
                                   char *why, size_t why_cap);
