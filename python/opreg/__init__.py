@@ -20,7 +20,7 @@ from ._opreg import (  # noqa: F401  (the public names of the package)
     Error,
     Op as _Op,
     Tensor,
-    explain,
+    explain as _explain_support,
     is_op_supported,
     list_ops,
     load_plugin,
@@ -41,6 +41,25 @@ __all__ = [
     "schema",
     "version",
 ]
+
+
+def explain(op, *args, **kwargs):
+    """Why an op would or would not run.
+
+    ``explain(name, device=None)``: whether op ``name`` has a kernel on
+    ``device`` (or on some backend), which one and where it was registered,
+    or why not.
+
+    ``explain(op, *args, **kwargs)`` with an op object (``opreg.ops._C.linear``):
+    for these very arguments (as a call would take them; nothing runs and
+    nothing is written), which provider of the tensors' device would run and
+    why each one before it declined or is disabled, then whether the op's
+    checks accept them. Returns the text; raises :class:`opreg.Error` for
+    arguments that a call would refuse before any kernel (arity, types).
+    """
+    if isinstance(op, _Op):
+        return op._explain(*args, **kwargs)
+    return _explain_support(op, *args, **kwargs)
 
 
 class OpNotFoundError(Error, AttributeError):

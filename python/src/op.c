@@ -840,10 +840,42 @@ static PyObject *op_repr(PyObject *obj) {
     return PyUnicode_FromFormat("<opreg op %s>", opreg_op_name(self->op));
 }
 
+/* _explain(*args, **kwargs): opreg_explain_call() on the arguments as a call
+ * would convert them, for the key of the tensors' device: which provider
+ * would run and why each earlier one declined, as text. Nothing runs. */
+static PyObject *op_explain(PyObject *obj, PyObject *args, PyObject *kwargs) {
+    op_object *self = (op_object *)(void *)obj;
+    struct call c;
+    PyObject *result = NULL;
+    if (prepare(self, &c, args, kwargs) == 0) {
+        opreg_call_explanation *x = PyMem_Malloc(sizeof *x);
+        if (!x) {
+            PyErr_NoMemory();
+        } else {
+            opreg_status st =
+                opreg_explain_call(x, self->op, OPREG_KEY_NONE, c.vals, c.nargs, c.kw, c.nkw);
+            if (st == OPREG_OK)
+                result = PyUnicode_FromString(x->message);
+            else
+                opreg__py_raise(st, NULL);
+            PyMem_Free(x);
+        }
+    }
+    if (result)
+        frame_release(&c.f);
+    else
+        release_keeping_error(&c.f);
+    return result;
+}
+
 static PyMethodDef op_methods[] = {
     { "_time_c", (PyCFunction)(void (*)(void))op_time_c, METH_VARARGS | METH_KEYWORDS,
       "_time_c(n, *args, **kwargs) -> float\n"
       "Nanoseconds per call of the op in C, the arguments converted once (benchmarks)." },
+    { "_explain", (PyCFunction)(void (*)(void))op_explain, METH_VARARGS | METH_KEYWORDS,
+      "_explain(*args, **kwargs) -> str\n"
+      "Which provider would run these arguments, and why each earlier one declined (see "
+      "opreg.explain)." },
     { NULL, NULL, 0, NULL },
 };
 

@@ -361,6 +361,24 @@ if np is not None:
     opreg.ops._C.moe_align_block_size(topk, np.int64(E), BS, sorted_ids, expert_ids, post_pad)
     check(int(post_pad[0]) == 16 and list(expert_ids[:4]) == [0, 1, 2, 3], "moe with numpy")
 
+if np is not None:
+    # explain(op, *args): the provider these arguments select, and why.
+    x = np.ones((2, 64), np.float32)
+    w = np.ones(64, np.float32)
+    out = np.full((2, 64), 7.0, np.float32)
+    text = opreg.explain(opreg.ops._C.rms_norm, out, x, w, 1e-6)
+    check(text.startswith("_C::rms_norm on CPU: provider '") and "portable" in text,
+          "explain a call: " + text)
+    check(bool((out == 7.0).all()), "explaining writes nothing")
+    text = opreg.explain(opreg.ops._C.linear, x.astype(np.float16), np.ones((8, 64), np.float16))
+    check("onednn" in text and "declined: oneDNN takes f32 and bf16" in text
+          and "provider 'portable' runs" in text, "explain linear f16: " + text)
+    text = opreg.explain(opreg.ops._C.rms_norm, out, np.ones((2, 32), np.float32), w, 1e-6)
+    check("not supported" in text and "checks refuse these arguments" in text,
+          "explain a call the checks refuse: " + text)
+    raises(lambda: opreg.explain(opreg.ops._C.rms_norm, out), opreg.Error, ["missing argument"])
+    check("supported" in opreg.explain("_C::rms_norm", "cpu"), "explain by name still works")
+
 gc.collect()
 check(dl.live_exports() == 0, "no export left at the end (%d live)" % dl.live_exports())
 if failures:
