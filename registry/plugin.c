@@ -170,6 +170,7 @@ static const opreg_host host_table = {
     .log = host_log,
     .check_args = host_check_args,
     .plugin_path = host_plugin_path,
+    .library_provider = opreg_library_provider,
 };
 
 /* ---- records ---------------------------------------------------------------- */

@@ -22,6 +22,7 @@
 #ifndef OPREG_PLUGIN_H
 #define OPREG_PLUGIN_H
 
+#include "opreg/provider.h"
 #include "opreg/registry.h"
 
 #ifdef __cplusplus
@@ -31,7 +32,7 @@ extern "C" {
 /// Major version of the plugin ABI: changes only with an incompatible change.
 #define OPREG_PLUGIN_ABI_MAJOR 1
 /// Minor version: grows when members are appended to either table.
-#define OPREG_PLUGIN_ABI_MINOR 1
+#define OPREG_PLUGIN_ABI_MINOR 2
 /// The version this header describes: major in the high 16 bits.
 #define OPREG_PLUGIN_ABI_VERSION                                                                   \
     (((uint32_t)OPREG_PLUGIN_ABI_MAJOR << 16) | (uint32_t)OPREG_PLUGIN_ABI_MINOR)
@@ -146,6 +147,16 @@ typedef struct opreg_host {
     opreg_status (*check_args)(const opreg_op *op, const opreg_value *args, size_t nargs);
     /// The path the plugin was loaded from (owned by the host). (1.1)
     const char *(*plugin_path)(const opreg_plugin *plugin);
+    /// @}
+
+    /// @name Added in 1.2
+    /// @{
+
+    /// opreg_library_provider(), for a library of this plugin: a provider
+    /// placed among the others of its op and key, e.g. before the CPU's
+    /// `avx512_bf16` for the calls it covers (see docs/providers.md). (1.2)
+    opreg_status (*library_provider)(opreg_library *lib, const char *name, opreg_dispatch_key key,
+                                     const opreg_provider *provider);
     /// @}
 } opreg_host;
 

@@ -87,7 +87,7 @@ TEST(future_major_refused) {
     CHECK(refused_unchanged(reg, PLUGIN_FUTURE, OPREG_ERR_ABI_MISMATCH, msg, sizeof msg));
     CHECK_CONTAINS(msg, "plugin 'future'");
     CHECK_CONTAINS(msg, "built for plugin ABI 2.0");
-    CHECK_CONTAINS(msg, "this opreg has plugin ABI 1.1");
+    CHECK_CONTAINS(msg, "this opreg has plugin ABI 1.2");
     CHECK_EQ_INT(info_of(reg, 0)->abi_version, 2u << 16);
     CHECK_EQ_STR(info_of(reg, 0)->name, "future");
     opreg_registry_destroy(reg);
@@ -323,13 +323,13 @@ TEST(v1_plugin_on_v1_host) {
 TEST(search_path) {
     opreg_library *lib;
     opreg_registry *reg = new_registry(&lib);
-    /* The folder of the test plugins: v1test and minor load; future, halfway
+    /* The folder of the test plugins: v1test, minor and prov load; future, halfway
      * and the non-plugin are listed as refused, with their reasons. */
     setenv("OPREG_PLUGIN_PATH", "/nonexistent:" PLUGIN_DIR, 1);
     size_t loaded = 0;
     CHECK_EQ_INT(opreg_plugin_load_search(reg, &loaded), OPREG_OK);
     unsetenv("OPREG_PLUGIN_PATH");
-    CHECK_EQ_INT(loaded, 2);
+    CHECK_EQ_INT(loaded, 3);
     int refused = 0;
     for (size_t i = 0; i < opreg_plugin_count(reg); i++)
         refused += info_of(reg, i)->state == OPREG_PLUGIN_REFUSED;
@@ -337,6 +337,64 @@ TEST(search_path) {
     CHECK(opreg_plugin_dir()[0] == '/');
     CHECK_CONTAINS(opreg_plugin_dir(), "/opreg/plugins");
     opreg_registry_reclaim(reg);
+    opreg_registry_destroy(reg);
+}
+
+/* prov::fill on @p n floats: the value it wrote. */
+static float call_fill(opreg_registry *reg, int64_t n) {
+    const opreg_op *op;
+    if (opreg_op_find(&op, reg, "prov::fill") != OPREG_OK) return -1.0f;
+    float data[8] = { 0 };
+    int64_t shape[1] = { n };
+    DLTensor t = { 0 };
+    t.data = data;
+    t.ndim = 1;
+    t.shape = shape;
+    t.dtype = opreg_dtype_to_dlpack(OPREG_DTYPE_F32);
+    t.device.device_type = kDLCPU;
+    opreg_value v = opreg_tensor_value(&t);
+    if (opreg_call_boxed(op, &v, 1, NULL, 0, NULL, 0) != OPREG_OK) return -2.0f;
+    return data[0];
+}
+
+TEST(provider_from_a_plugin) {
+    opreg_library *lib;
+    opreg_registry *reg = new_registry(&lib);
+    opreg_plugin *p;
+    CHECK_EQ_INT(opreg_plugin_load(&p, reg, PLUGIN_PROVIDER), OPREG_OK);
+    CHECK(call_fill(reg, 7) == 7.0f); /* the plugin's provider, in front */
+    CHECK(call_fill(reg, 3) == 1.0f); /* it declines: `default` runs */
+    const opreg_op *op;
+    CHECK_EQ_INT(opreg_op_find(&op, reg, "prov::fill"), OPREG_OK);
+    float data[3];
+    int64_t shape[1] = { 3 };
+    DLTensor t = { 0 };
+    t.data = data;
+    t.ndim = 1;
+    t.shape = shape;
+    t.dtype = opreg_dtype_to_dlpack(OPREG_DTYPE_F32);
+    t.device.device_type = kDLCPU;
+    opreg_value v = opreg_tensor_value(&t);
+    opreg_call_explanation x;
+    CHECK_EQ_INT(opreg_explain_call(&x, op, OPREG_KEY_NONE, &v, 1, NULL, 0), OPREG_OK);
+    CHECK_EQ_STR(x.providers[0].name, "seven");
+    CHECK_EQ_STR(x.providers[0].reason, "takes 7 elements, not 3");
+    CHECK_CONTAINS(x.providers[0].where, "plugin 'prov'");
+    CHECK_EQ_STR(x.providers[1].name, "default");
+    CHECK_EQ_INT(x.chosen, 1);
+    opreg_registry_destroy(reg);
+    /* On a 1.1 host (its table ends after plugin_path) the plugin registers
+     * its impl alone, and says so. */
+    reg = new_registry(&lib);
+    plugin_test_log[0] = '\0';
+    opreg_set_log_callback(plugin_test_log_fn, NULL, OPREG_LOG_DEBUG);
+    CHECK_EQ_INT(opreg__plugin_load_with_host(&p, reg, PLUGIN_PROVIDER,
+                                              offsetof(opreg_host, library_provider),
+                                              (1u << 16) | 1u),
+                 OPREG_OK);
+    opreg_set_log_callback(NULL, NULL, OPREG_LOG_DEBUG);
+    CHECK_CONTAINS(plugin_test_log, "the host has no library_provider");
+    CHECK(call_fill(reg, 7) == 1.0f);
     opreg_registry_destroy(reg);
 }
 
@@ -351,5 +409,6 @@ int main(void) {
     RUN(minor_member_older_host);
     RUN(v1_plugin_on_v1_host);
     RUN(search_path);
+    RUN(provider_from_a_plugin);
     return test_summary();
 }
