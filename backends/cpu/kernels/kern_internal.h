@@ -16,7 +16,6 @@
  * elements, the unit handed to a thread. */
 #define OPREG__CPU_CHUNK 8192
 
-
 /* rms_norm writes out from in; fused_add writes res (z) and out (= in). */
 struct opreg__norm_args {
     void *out;
