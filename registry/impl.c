@@ -13,6 +13,13 @@ const char *opreg__kreg_where(const struct opreg__kreg *r) {
     return r->lib->where;
 }
 
+const struct opreg__kreg *opreg__kreg_of(const struct opreg_op *op, int32_t key, uint32_t id) {
+    const struct opreg__kreg *r = op->direct[key];
+    if (!r || r->id != id) r = op->composite;
+    if (!r || r->id != id) r = op->reg->fallback[key];
+    return r && r->id == id ? r : NULL;
+}
+
 static opreg_status check_key(const struct opreg_library *lib, opreg_dispatch_key *key,
                               const char *what) {
     if (*key == OPREG_KEY_NONE) *key = lib->default_key;

@@ -382,6 +382,9 @@ opreg_status opreg__bind_checked(const struct opreg__table *t, const opreg_value
                                  size_t nargs, const opreg_kwarg *kwargs, size_t nkwargs,
                                  opreg_value *bound, int32_t *device_key);
 
+/* The direct, composite or fallback registration with id @p id that key
+ * @p key of @p op resolves to, or NULL (under the lock). */
+const struct opreg__kreg *opreg__kreg_of(const struct opreg_op *op, int32_t key, uint32_t id);
 /* "where" of a registration, for messages. */
 const char *opreg__kreg_where(const struct opreg__kreg *r);
 

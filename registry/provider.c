@@ -453,15 +453,6 @@ static const char *verdict_word(opreg_provider_verdict v) {
     }
 }
 
-/* Where the registration with id @p id of a key without providers came
- * from (under the lock). */
-static const struct opreg__kreg *kreg_of(const struct opreg_op *op, int32_t key, uint32_t id) {
-    const struct opreg__kreg *r = op->direct[key];
-    if (!r || r->id != id) r = op->composite;
-    if (!r || r->id != id) r = op->reg->fallback[key];
-    return r && r->id == id ? r : NULL;
-}
-
 /* Fill @p out's providers for key @p k of table @p t (under the lock). */
 static void explain_providers(opreg_call_explanation *out, const struct opreg_op *op,
                               const struct opreg__table *t, int32_t k, const opreg_value *args) {
@@ -474,7 +465,7 @@ static void explain_providers(opreg_call_explanation *out, const struct opreg_op
                  e->kind == OPREG_KERNEL_DIRECT      ? "default"
                  : e->kind == OPREG_KERNEL_COMPOSITE ? "composite"
                                                      : "fallback");
-        const struct opreg__kreg *r = kreg_of(op, k, e->id);
+        const struct opreg__kreg *r = opreg__kreg_of(op, k, e->id);
         snprintf(pi->where, sizeof pi->where, "%s", r ? opreg__kreg_where(r) : "(unknown)");
         pi->verdict = OPREG_PROVIDER_RUNS;
         out->chosen = 0;
@@ -495,7 +486,7 @@ static void explain_providers(opreg_call_explanation *out, const struct opreg_op
     }
 }
 
-static void explain_text(opreg_call_explanation *out, const struct opreg_op *op, const char *head) {
+static void explain_text(opreg_call_explanation *out, const char *head) {
     size_t used = 0, cap = sizeof out->message;
     appendf(out->message, cap, &used, "%s", head);
     for (size_t i = 0; i < out->nproviders; i++) {
@@ -503,7 +494,6 @@ static void explain_text(opreg_call_explanation *out, const struct opreg_op *op,
         appendf(out->message, cap, &used, "\n  %zu. %-14s %s%s%s  [%s]", i + 1, pi->name,
                 verdict_word(pi->verdict), pi->reason[0] ? ": " : "", pi->reason, pi->where);
     }
-    (void)op;
 }
 
 opreg_status opreg_explain_call(opreg_call_explanation *out, const opreg_op *op,
@@ -577,7 +567,7 @@ opreg_status opreg_explain_call(opreg_call_explanation *out, const opreg_op *op,
                      out->providers[out->chosen].name);
         }
     }
-    explain_text(out, o, head);
+    explain_text(out, head);
     return OPREG_OK;
 }
 

@@ -74,10 +74,8 @@ static const char *kind_word(opreg_kernel_kind k) {
 
 /* Where the registration with id @p id came from (under the lock). */
 static const char *where_of(const struct opreg_op *op, int32_t key, uint32_t id) {
-    const struct opreg__kreg *r = op->direct[key];
-    if (!r || r->id != id) r = op->composite;
-    if (!r || r->id != id) r = op->reg->fallback[key];
-    return r && r->id == id ? opreg__kreg_where(r) : "(unknown)";
+    const struct opreg__kreg *r = opreg__kreg_of(op, key, id);
+    return r ? opreg__kreg_where(r) : "(unknown)";
 }
 
 /* Explain one key of a defined op; returns true when a kernel would run. */
