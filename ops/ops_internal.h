@@ -201,6 +201,22 @@ opreg_status opreg__chk_cpu(const char *op, const char *arg, const opreg_tensor 
 /* Rows of a tensor checked by opreg__chk_rows: count and row stride. */
 int64_t opreg__rows(const opreg_tensor *t);
 int64_t opreg__row_stride(const opreg_tensor *t);
+
+/* A tensor checked by opreg__chk_rows as the backends' kernels walk it: n
+ * rows of width elements (the last dim; 1 for a 0-d tensor), stride
+ * elements apart. */
+typedef struct opreg__row_layout {
+    int64_t n, width, stride;
+} opreg__row_layout;
+
+static inline opreg__row_layout opreg__rows_of(const opreg_tensor *t) {
+    opreg__row_layout r;
+    r.width = t->ndim ? t->shape[t->ndim - 1] : 1;
+    r.n = r.width ? opreg__numel(t) / r.width : 0;
+    r.stride = opreg__row_stride(t); /* dims of size 1 have no stride that matters */
+    return r;
+}
+
 /* Elements of one block of a cache checked by opreg__chk_blocks, and the
  * distance between two blocks, in elements. */
 int64_t opreg__block_numel(const opreg_tensor *t);

@@ -14,6 +14,7 @@
 #include "ops/check/check.h"
 #include "ops/ops_internal.h"
 #include "ops/ref/ref.h"
+#include "catalogue_args.h"
 #include "ops/register/catalogue.h"
 
 #include <stdio.h>
@@ -34,16 +35,20 @@
 OPREG__CATALOGUE_OPS(CHECK_FN)
 #undef CHECK_FN
 
+/* linear is outside the table: its check also gives the result's shape,
+ * which opreg__linear_into_new asks it for again. Here, as for every op, it
+ * refuses bad arguments before the host-memory check. */
 static opreg_status check_linear(const opreg_value *args) {
-    (void)args; /* opreg__linear_into_new runs linear's checks */
-    return OPREG_OK;
+    return opreg__check_linear(TS(0), TS(1), OT(2), NULL, NULL, NULL);
 }
+
+struct cpu_provider;
 
 /* Each op's portable reference kernel, on checked arguments. */
 #define REF_RUN(op, arglist)                                                                       \
-    __attribute__((unused)) static opreg_status ref_##op(const opreg_value *args,                  \
-                                                         opreg_value *rets, int isa) {             \
-        (void)rets, (void)isa;                                                                     \
+    __attribute__((unused)) static opreg_status ref_##op(                                          \
+        const opreg_value *args, opreg_value *rets, const struct cpu_provider *p) {                \
+        (void)rets, (void)p;                                                                       \
         return opreg__ref_##op arglist;                                                            \
     }
 OPREG__CATALOGUE_OPS(REF_RUN)
@@ -55,8 +60,10 @@ struct cpu_provider {
     const char *host_name; /* the argument that must be in host memory */
     int host_arg;
     opreg_status (*check)(const opreg_value *args);
-    opreg_status (*run)(const opreg_value *args, opreg_value *rets, int isa);
+    /* The kernel on checked arguments, given this provider for its isa and act. */
+    opreg_status (*run)(const opreg_value *args, opreg_value *rets, const struct cpu_provider *p);
     int isa; /* the path it stands for (OPREG__ISA_*) */
+    int act; /* the activation ops' OPREG__ACT_*; 0 for the others */
     /* Whether run takes these arguments, beyond the ISA; NULL: all. */
     bool (*covers)(const opreg_value *args, char *why, size_t cap);
 };
@@ -67,7 +74,7 @@ static opreg_status cpu_kernel(void *context, const opreg_op *op, const opreg_va
     const struct cpu_provider *p = context;
     if (p->check) OPREG__TRY(p->check(args));
     if (p->host_name) OPREG__TRY(opreg__chk_cpu(p->op, p->host_name, TS(p->host_arg)));
-    return p->run(args, rets, p->isa);
+    return p->run(args, rets, p);
 }
 
 static const char *isa_text(int isa) {
@@ -99,20 +106,6 @@ static bool cpu_supports(void *context, const opreg_op *op, const opreg_value *a
     return !p->covers || p->covers(args, why, cap);
 }
 
-/* Rows of a checked tensor whose last dim is contiguous and whose leading
- * dims collapse (opreg__chk_rows): count, width and stride in elements. */
-typedef struct rows {
-    int64_t n, width, stride;
-} rows;
-
-static rows rows_of(const opreg_tensor *t) {
-    rows r;
-    r.width = t->ndim ? t->shape[t->ndim - 1] : 1;
-    r.n = r.width ? opreg__numel(t) / r.width : 0;
-    r.stride = opreg__row_stride(t); /* dims of size 1 have no stride that matters */
-    return r;
-}
-
 /* Whether a predicate may read @p t's sizes: it has rank @p ndim and a shape.
  * Predicates run before the op's checks, on tensors that may be malformed;
  * they take what is not well formed, for the checks to refuse with their
@@ -123,20 +116,22 @@ static bool well_formed(const opreg_tensor *t, int ndim) {
 
 /* ---- norms ------------------------------------------------------------------------ */
 
-static opreg_status run_rms_norm(const opreg_value *args, opreg_value *rets, int isa) {
+static opreg_status run_rms_norm(const opreg_value *args, opreg_value *rets,
+                                 const struct cpu_provider *p) {
     (void)rets;
     const opreg_tensor *out = TS(0), *in = TS(1), *w = TS(2);
-    rows ro = rows_of(out), ri = rows_of(in);
-    opreg__cpu_rms_norm(isa, opreg__dtype_of(in), opreg__ptr(out), ro.stride, opreg__ptr(in),
+    opreg__row_layout ro = opreg__rows_of(out), ri = opreg__rows_of(in);
+    opreg__cpu_rms_norm(p->isa, opreg__dtype_of(in), opreg__ptr(out), ro.stride, opreg__ptr(in),
                         ri.stride, opreg__ptr(w), ri.n, ri.width, (float)FV(3));
     return OPREG_OK;
 }
 
-static opreg_status run_fused_add_rms_norm(const opreg_value *args, opreg_value *rets, int isa) {
+static opreg_status run_fused_add_rms_norm(const opreg_value *args, opreg_value *rets,
+                                           const struct cpu_provider *p) {
     (void)rets;
     const opreg_tensor *in = TS(0), *res = TS(1), *w = TS(2);
-    rows ri = rows_of(in), rr = rows_of(res);
-    opreg__cpu_fused_add_rms_norm(isa, opreg__dtype_of(in), opreg__ptr(in), ri.stride,
+    opreg__row_layout ri = opreg__rows_of(in), rr = opreg__rows_of(res);
+    opreg__cpu_fused_add_rms_norm(p->isa, opreg__dtype_of(in), opreg__ptr(in), ri.stride,
                                   opreg__ptr(res), rr.stride, opreg__ptr(w), ri.n, ri.width,
                                   (float)FV(3));
     return OPREG_OK;
@@ -144,60 +139,34 @@ static opreg_status run_fused_add_rms_norm(const opreg_value *args, opreg_value 
 
 /* ---- activations ------------------------------------------------------------------- */
 
-/* Gated activations: input rows [x | y] of 2d, out rows of d. */
-static opreg_status gated(const opreg_value *args, int isa, int kind) {
+/* Gated activations (p->act): input rows [x | y] of 2d, out rows of d. */
+static opreg_status run_gated(const opreg_value *args, opreg_value *rets,
+                              const struct cpu_provider *p) {
+    (void)rets;
     const opreg_tensor *out = TS(0), *in = TS(1);
-    rows ro = rows_of(out), ri = rows_of(in);
-    opreg__cpu_gated(isa, kind, opreg__dtype_of(in), opreg__ptr(out), ro.stride, opreg__ptr(in),
-                     ri.stride, ri.n, ro.width);
+    opreg__row_layout ro = opreg__rows_of(out), ri = opreg__rows_of(in);
+    opreg__cpu_gated(p->isa, p->act, opreg__dtype_of(in), opreg__ptr(out), ro.stride,
+                     opreg__ptr(in), ri.stride, ri.n, ro.width);
     return OPREG_OK;
 }
 
-static opreg_status run_silu_and_mul(const opreg_value *args, opreg_value *rets, int isa) {
+/* Elementwise activations (p->act), row by row (rows may be strided), or in
+ * one pass when both are dense. */
+static opreg_status run_elementwise(const opreg_value *args, opreg_value *rets,
+                                    const struct cpu_provider *p) {
     (void)rets;
-    return gated(args, isa, OPREG__ACT_SILU);
-}
-
-static opreg_status run_gelu_and_mul(const opreg_value *args, opreg_value *rets, int isa) {
-    (void)rets;
-    return gated(args, isa, OPREG__ACT_GELU);
-}
-
-static opreg_status run_gelu_tanh_and_mul(const opreg_value *args, opreg_value *rets, int isa) {
-    (void)rets;
-    return gated(args, isa, OPREG__ACT_GELU_TANH);
-}
-
-/* Elementwise activations, row by row (rows may be strided), or in one
- * pass when both are dense. */
-static opreg_status elementwise(const opreg_value *args, int isa, int kind) {
     const opreg_tensor *out = TS(0), *in = TS(1);
-    rows ro = rows_of(out), ri = rows_of(in);
+    opreg__row_layout ro = opreg__rows_of(out), ri = opreg__rows_of(in);
     int dt = opreg__dtype_of(in);
     size_t es = opreg__dtype_bytes(dt);
     bool flat = ro.stride == ro.width && ri.stride == ri.width;
     int64_t n = flat ? ri.n * ri.width : ri.width, nrows = flat ? 1 : ri.n;
     if (n == 0) return OPREG_OK; /* no address to form: data may be NULL */
     for (int64_t r = 0; r < nrows; r++)
-        opreg__cpu_elementwise(isa, kind, dt,
+        opreg__cpu_elementwise(p->isa, p->act, dt,
                                (char *)opreg__ptr(out) + (size_t)(r * ro.stride) * es,
                                (const char *)opreg__ptr(in) + (size_t)(r * ri.stride) * es, n);
     return OPREG_OK;
-}
-
-static opreg_status run_gelu_new(const opreg_value *args, opreg_value *rets, int isa) {
-    (void)rets;
-    return elementwise(args, isa, OPREG__ACT_GELU_NEW);
-}
-
-static opreg_status run_gelu_fast(const opreg_value *args, opreg_value *rets, int isa) {
-    (void)rets;
-    return elementwise(args, isa, OPREG__ACT_GELU_FAST);
-}
-
-static opreg_status run_gelu_quick(const opreg_value *args, opreg_value *rets, int isa) {
-    (void)rets;
-    return elementwise(args, isa, OPREG__ACT_GELU_QUICK);
 }
 
 /* ---- rotary --------------------------------------------------------------------------- */
@@ -215,17 +184,18 @@ static opreg_status rotary(const opreg_value *args, int isa, const opreg_tensor 
     return OPREG_OK;
 }
 
-static opreg_status run_rotary_embedding(const opreg_value *args, opreg_value *rets, int isa) {
+static opreg_status run_rotary_embedding(const opreg_value *args, opreg_value *rets,
+                                         const struct cpu_provider *p) {
     (void)rets;
     OPREG__TRY(opreg__check_rotary_embedding_data(TS(0), TS(4)));
-    return rotary(args, isa, NULL);
+    return rotary(args, p->isa, NULL);
 }
 
 static opreg_status run_batched_rotary_embedding(const opreg_value *args, opreg_value *rets,
-                                                 int isa) {
+                                                 const struct cpu_provider *p) {
     (void)rets;
     OPREG__TRY(opreg__check_batched_rotary_embedding_data(TS(0), TS(4), TS(7)));
-    return rotary(args, isa, TS(7));
+    return rotary(args, p->isa, TS(7));
 }
 
 /* ---- quantisation ---------------------------------------------------------------------- */
@@ -235,46 +205,47 @@ static float scalar_f32(const opreg_tensor *t) {
 }
 
 static opreg_status run_static_scaled_int8_quant(const opreg_value *args, opreg_value *rets,
-                                                 int isa) {
+                                                 const struct cpu_provider *p) {
     (void)rets;
     const opreg_tensor *in = TS(1);
-    opreg__cpu_int8_static(isa, opreg__dtype_of(in), opreg__ptr(TS(0)), opreg__ptr(in),
+    opreg__cpu_int8_static(p->isa, opreg__dtype_of(in), opreg__ptr(TS(0)), opreg__ptr(in),
                            opreg__numel(in), scalar_f32(TS(2)));
     return OPREG_OK;
 }
 
 static opreg_status run_static_scaled_fp8_quant(const opreg_value *args, opreg_value *rets,
-                                                int isa) {
+                                                const struct cpu_provider *p) {
     (void)rets;
     const opreg_tensor *in = TS(1);
-    opreg__cpu_fp8_static(isa, opreg__dtype_of(in), opreg__ptr(TS(0)), opreg__ptr(in),
+    opreg__cpu_fp8_static(p->isa, opreg__dtype_of(in), opreg__ptr(TS(0)), opreg__ptr(in),
                           opreg__numel(in), scalar_f32(TS(2)));
     return OPREG_OK;
 }
 
 static opreg_status run_dynamic_scaled_int8_quant(const opreg_value *args, opreg_value *rets,
-                                                  int isa) {
+                                                  const struct cpu_provider *p) {
     (void)rets;
     const opreg_tensor *in = TS(1);
-    rows ri = rows_of(in);
-    opreg__cpu_int8_dynamic(isa, opreg__dtype_of(in), opreg__ptr(TS(0)), opreg__ptr(TS(2)),
+    opreg__row_layout ri = opreg__rows_of(in);
+    opreg__cpu_int8_dynamic(p->isa, opreg__dtype_of(in), opreg__ptr(TS(0)), opreg__ptr(TS(2)),
                             opreg__ptr(in), ri.stride, ri.n, ri.width);
     return OPREG_OK;
 }
 
 static opreg_status run_dynamic_scaled_fp8_quant(const opreg_value *args, opreg_value *rets,
-                                                 int isa) {
+                                                 const struct cpu_provider *p) {
     (void)rets;
     const opreg_tensor *in = TS(1);
-    opreg__cpu_fp8_dynamic(isa, opreg__dtype_of(in), opreg__ptr(TS(0)), opreg__ptr(TS(2)),
+    opreg__cpu_fp8_dynamic(p->isa, opreg__dtype_of(in), opreg__ptr(TS(0)), opreg__ptr(TS(2)),
                            opreg__ptr(in), opreg__numel(in));
     return OPREG_OK;
 }
 
 /* ---- KV cache ------------------------------------------------------------------------- */
 
-static opreg_status run_reshape_and_cache(const opreg_value *args, opreg_value *rets, int isa) {
-    (void)rets, (void)isa;
+static opreg_status run_reshape_and_cache(const opreg_value *args, opreg_value *rets,
+                                          const struct cpu_provider *p) {
+    (void)rets, (void)p;
     const opreg_tensor *key = TS(0), *value = TS(1), *kc = TS(2), *vc = TS(3), *slots = TS(4);
     OPREG__TRY(opreg__check_reshape_and_cache_data(kc, slots));
     opreg__cpu_reshape_and_cache_generic(
@@ -286,8 +257,8 @@ static opreg_status run_reshape_and_cache(const opreg_value *args, opreg_value *
 }
 
 static opreg_status run_reshape_and_cache_flash(const opreg_value *args, opreg_value *rets,
-                                                int isa) {
-    (void)rets, (void)isa;
+                                                const struct cpu_provider *p) {
+    (void)rets, (void)p;
     const opreg_tensor *key = TS(0), *value = TS(1), *kc = TS(2), *vc = TS(3), *slots = TS(4);
     OPREG__TRY(opreg__check_reshape_and_cache_flash_data(kc, slots));
     opreg__cpu_reshape_and_cache_flash_generic(
@@ -300,13 +271,14 @@ static opreg_status run_reshape_and_cache_flash(const opreg_value *args, opreg_v
 
 /* ---- attention ------------------------------------------------------------------------ */
 
-static opreg_status run_paged_attention_v1(const opreg_value *args, opreg_value *rets, int isa) {
+static opreg_status run_paged_attention_v1(const opreg_value *args, opreg_value *rets,
+                                           const struct cpu_provider *p) {
     (void)rets;
     const opreg_tensor *out = TS(0), *q = TS(1), *kc = TS(2), *vc = TS(3), *bt = TS(6),
                        *lens = TS(7), *alibi = OT(10);
     int64_t bs = IV(8);
     OPREG__TRY(opreg__check_paged_attention_v1_data(kc, bt, lens, bs, IV(9)));
-    opreg__cpu_paged_attention_v1(isa, opreg__ptr(out), opreg__ptr(q), opreg__stride(q, 0),
+    opreg__cpu_paged_attention_v1(p->isa, opreg__ptr(out), opreg__ptr(q), opreg__stride(q, 0),
                                   opreg__ptr(kc), opreg__ptr(vc), opreg__ptr(bt), opreg__ptr(lens),
                                   alibi ? opreg__ptr(alibi) : NULL, q->shape[0], q->shape[1], IV(4),
                                   q->shape[2], kc->shape[4], bs, opreg__block_stride(kc),
@@ -337,8 +309,8 @@ static bool attention_covers(const opreg_value *args, char *why, size_t cap) {
 /* ---- GEMM (oneDNN) ------------------------------------------------------------------------ */
 
 static opreg_status run_cutlass_scaled_mm_onednn(const opreg_value *args, opreg_value *rets,
-                                                 int isa) {
-    (void)rets, (void)isa;
+                                                 const struct cpu_provider *p) {
+    (void)rets, (void)p;
     return opreg__onednn_scaled_mm((opreg_tensor *)TS(0), TS(1), TS(2), TS(3), TS(4), OT(5));
 }
 
@@ -358,13 +330,15 @@ static opreg_status onednn_linear(const opreg_tensor *out, const opreg_tensor *i
     return opreg__onednn_linear((opreg_tensor *)out, input, weight, bias);
 }
 
-static opreg_status run_linear_onednn(const opreg_value *args, opreg_value *rets, int isa) {
-    (void)isa;
+static opreg_status run_linear_onednn(const opreg_value *args, opreg_value *rets,
+                                      const struct cpu_provider *p) {
+    (void)p;
     return opreg__linear_into_new(rets, args, TS(0)->device, onednn_linear);
 }
 
-static opreg_status run_linear_portable(const opreg_value *args, opreg_value *rets, int isa) {
-    (void)isa;
+static opreg_status run_linear_portable(const opreg_value *args, opreg_value *rets,
+                                        const struct cpu_provider *p) {
+    (void)p;
     return opreg__linear_into_new(rets, args, TS(0)->device, opreg__ref_linear);
 }
 
@@ -394,63 +368,78 @@ struct cpu_entry {
     struct cpu_provider p;
 };
 
-#define OP_(op, host_arg, host_name) "_C::" #op, host_name, host_arg, check_##op
-/* The SIMD paths and portable C of an op whose kernel takes the ISA. */
-#define SIMD_PATHS(op, host_arg, host_name, covers)                                                \
-    { "avx512_bf16",                                                                               \
-      PRIO_AVX512_BF16,                                                                            \
-      true,                                                                                        \
-      { OP_(op, host_arg, host_name), run_##op, OPREG__ISA_AVX512_BF16, covers } },                \
-        { "avx512",                                                                                \
-          PRIO_AVX512,                                                                             \
-          true,                                                                                    \
-          { OP_(op, host_arg, host_name), run_##op, OPREG__ISA_AVX512, covers } },                 \
-        { "avx2",                                                                                  \
-          PRIO_AVX2,                                                                               \
-          true,                                                                                    \
-          { OP_(op, host_arg, host_name), run_##op, OPREG__ISA_AVX2, covers } },                   \
+/* One provider: its name, priority and whether it has a predicate, then
+ * what cpu_kernel runs: op @p op's check, argument @p arg (@p arg_name) in
+ * host memory, then @p run on path @p isa with activation @p act. */
+#define PROVIDER(name, prio, pred, op, arg, arg_name, run, isa, act, covers)                       \
     {                                                                                              \
-        "portable", PRIO_PORTABLE, covers != NULL, {                                               \
-            OP_(op, host_arg, host_name), run_##op, OPREG__ISA_PORTABLE, covers                    \
+        name, prio, pred, {                                                                        \
+            "_C::" #op, arg_name, arg, check_##op, run, isa, act, covers                           \
         }                                                                                          \
     }
+/* The SIMD paths and portable C of an op whose kernel takes the ISA; @p act
+ * is the activation ops' OPREG__ACT_*, 0 for the others. */
+#define SIMD_PATHS(op, arg, arg_name, run, act, covers)                                            \
+    PROVIDER("avx512_bf16", PRIO_AVX512_BF16, true, op, arg, arg_name, run,                        \
+             OPREG__ISA_AVX512_BF16, act, covers),                                                 \
+        PROVIDER("avx512", PRIO_AVX512, true, op, arg, arg_name, run, OPREG__ISA_AVX512, act,      \
+                 covers),                                                                          \
+        PROVIDER("avx2", PRIO_AVX2, true, op, arg, arg_name, run, OPREG__ISA_AVX2, act, covers),   \
+        PROVIDER("portable", PRIO_PORTABLE, covers != NULL, op, arg, arg_name, run,                \
+                 OPREG__ISA_PORTABLE, act, covers)
 /* A provider that runs an op's reference kernel, which checks for itself. */
 #define REF(name, prio, op)                                                                        \
     {                                                                                              \
         name, prio, false, {                                                                       \
-            "_C::" #op, NULL, 0, NULL, ref_##op, OPREG__ISA_PORTABLE, NULL                         \
+            "_C::" #op, NULL, 0, NULL, ref_##op, OPREG__ISA_PORTABLE, 0, NULL                      \
         }                                                                                          \
     }
 /* One provider running @p run on every argument. */
-#define ONLY(name, prio, op, host_arg, host_name, run)                                             \
-    {                                                                                              \
-        name, prio, false, {                                                                       \
-            OP_(op, host_arg, host_name), run, OPREG__ISA_PORTABLE, NULL                           \
-        }                                                                                          \
-    }
+#define ONLY(name, prio, op, arg, arg_name, run)                                                   \
+    PROVIDER(name, prio, false, op, arg, arg_name, run, OPREG__ISA_PORTABLE, 0, NULL)
 
-static struct cpu_entry rms_norm_p[] = { SIMD_PATHS(rms_norm, 1, "input", NULL) };
-static struct cpu_entry fused_add_rms_norm_p[] = { SIMD_PATHS(fused_add_rms_norm, 0, "input",
-                                                              NULL) };
-static struct cpu_entry silu_and_mul_p[] = { SIMD_PATHS(silu_and_mul, 1, "input", NULL) };
-static struct cpu_entry gelu_and_mul_p[] = { SIMD_PATHS(gelu_and_mul, 1, "input", NULL) };
-static struct cpu_entry gelu_tanh_and_mul_p[] = { SIMD_PATHS(gelu_tanh_and_mul, 1, "input", NULL) };
-static struct cpu_entry gelu_new_p[] = { SIMD_PATHS(gelu_new, 1, "input", NULL) };
-static struct cpu_entry gelu_fast_p[] = { SIMD_PATHS(gelu_fast, 1, "input", NULL) };
-static struct cpu_entry gelu_quick_p[] = { SIMD_PATHS(gelu_quick, 1, "input", NULL) };
-static struct cpu_entry rotary_embedding_p[] = { SIMD_PATHS(rotary_embedding, 1, "query", NULL) };
-static struct cpu_entry batched_rotary_embedding_p[] = { SIMD_PATHS(batched_rotary_embedding, 1,
-                                                                    "query", NULL) };
-static struct cpu_entry static_scaled_int8_quant_p[] = { SIMD_PATHS(static_scaled_int8_quant, 1,
-                                                                    "input", NULL) };
-static struct cpu_entry static_scaled_fp8_quant_p[] = { SIMD_PATHS(static_scaled_fp8_quant, 1,
-                                                                   "input", NULL) };
-static struct cpu_entry dynamic_scaled_int8_quant_p[] = { SIMD_PATHS(dynamic_scaled_int8_quant, 1,
-                                                                     "input", NULL) };
-static struct cpu_entry dynamic_scaled_fp8_quant_p[] = { SIMD_PATHS(dynamic_scaled_fp8_quant, 1,
-                                                                    "input", NULL) };
+static struct cpu_entry rms_norm_p[] = { SIMD_PATHS(rms_norm, 1, "input", run_rms_norm, 0, NULL) };
+static struct cpu_entry fused_add_rms_norm_p[] = {
+    SIMD_PATHS(fused_add_rms_norm, 0, "input", run_fused_add_rms_norm, 0, NULL),
+};
+static struct cpu_entry silu_and_mul_p[] = {
+    SIMD_PATHS(silu_and_mul, 1, "input", run_gated, OPREG__ACT_SILU, NULL),
+};
+static struct cpu_entry gelu_and_mul_p[] = {
+    SIMD_PATHS(gelu_and_mul, 1, "input", run_gated, OPREG__ACT_GELU, NULL),
+};
+static struct cpu_entry gelu_tanh_and_mul_p[] = {
+    SIMD_PATHS(gelu_tanh_and_mul, 1, "input", run_gated, OPREG__ACT_GELU_TANH, NULL),
+};
+static struct cpu_entry gelu_new_p[] = {
+    SIMD_PATHS(gelu_new, 1, "input", run_elementwise, OPREG__ACT_GELU_NEW, NULL),
+};
+static struct cpu_entry gelu_fast_p[] = {
+    SIMD_PATHS(gelu_fast, 1, "input", run_elementwise, OPREG__ACT_GELU_FAST, NULL),
+};
+static struct cpu_entry gelu_quick_p[] = {
+    SIMD_PATHS(gelu_quick, 1, "input", run_elementwise, OPREG__ACT_GELU_QUICK, NULL),
+};
+static struct cpu_entry rotary_embedding_p[] = {
+    SIMD_PATHS(rotary_embedding, 1, "query", run_rotary_embedding, 0, NULL),
+};
+static struct cpu_entry batched_rotary_embedding_p[] = {
+    SIMD_PATHS(batched_rotary_embedding, 1, "query", run_batched_rotary_embedding, 0, NULL),
+};
+static struct cpu_entry static_scaled_int8_quant_p[] = {
+    SIMD_PATHS(static_scaled_int8_quant, 1, "input", run_static_scaled_int8_quant, 0, NULL),
+};
+static struct cpu_entry static_scaled_fp8_quant_p[] = {
+    SIMD_PATHS(static_scaled_fp8_quant, 1, "input", run_static_scaled_fp8_quant, 0, NULL),
+};
+static struct cpu_entry dynamic_scaled_int8_quant_p[] = {
+    SIMD_PATHS(dynamic_scaled_int8_quant, 1, "input", run_dynamic_scaled_int8_quant, 0, NULL),
+};
+static struct cpu_entry dynamic_scaled_fp8_quant_p[] = {
+    SIMD_PATHS(dynamic_scaled_fp8_quant, 1, "input", run_dynamic_scaled_fp8_quant, 0, NULL),
+};
 static struct cpu_entry paged_attention_v1_p[] = {
-    SIMD_PATHS(paged_attention_v1, 1, "query", attention_covers),
+    SIMD_PATHS(paged_attention_v1, 1, "query", run_paged_attention_v1, 0, attention_covers),
     REF("reference", PRIO_REFERENCE, paged_attention_v1),
 };
 static struct cpu_entry reshape_and_cache_p[] = {
@@ -472,18 +461,13 @@ static struct cpu_entry topk_softmax_p[] = {
     REF("portable", PRIO_PORTABLE, topk_softmax),
 };
 static struct cpu_entry cutlass_scaled_mm_p[] = {
-    { "onednn",
-      PRIO_ONEDNN,
-      true,
-      { OP_(cutlass_scaled_mm, 1, "a"), run_cutlass_scaled_mm_onednn, OPREG__ISA_PORTABLE,
-        scaled_mm_covers } },
+    PROVIDER("onednn", PRIO_ONEDNN, true, cutlass_scaled_mm, 1, "a", run_cutlass_scaled_mm_onednn,
+             OPREG__ISA_PORTABLE, 0, scaled_mm_covers),
     REF("portable", PRIO_PORTABLE, cutlass_scaled_mm),
 };
 static struct cpu_entry linear_p[] = {
-    { "onednn",
-      PRIO_ONEDNN,
-      true,
-      { OP_(linear, 0, "input"), run_linear_onednn, OPREG__ISA_PORTABLE, linear_covers } },
+    PROVIDER("onednn", PRIO_ONEDNN, true, linear, 0, "input", run_linear_onednn,
+             OPREG__ISA_PORTABLE, 0, linear_covers),
     ONLY("portable", PRIO_PORTABLE, linear, 0, "input", run_linear_portable),
 };
 

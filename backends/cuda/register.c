@@ -13,6 +13,7 @@
 #include "backends/cuda/cuda_internal.h"
 #include "ops/check/check.h"
 #include "ops/ops_internal.h"
+#include "catalogue_args.h"
 #include "ops/register/catalogue.h"
 
 #include <string.h>
@@ -23,19 +24,6 @@
 #define FV OPREG__ARG_F
 #define BV OPREG__ARG_B
 #define SV OPREG__ARG_S
-
-/* Rows of a checked tensor (opreg__chk_rows): count, width, stride. */
-typedef struct rows {
-    int64_t n, width, stride;
-} rows;
-
-static rows rows_of(const opreg_tensor *t) {
-    rows r;
-    r.width = t->ndim ? t->shape[t->ndim - 1] : 1;
-    r.n = r.width ? opreg__numel(t) / r.width : 0;
-    r.stride = opreg__row_stride(t); /* dims of size 1 have no stride that matters */
-    return r;
-}
 
 static bool is_cuda(const opreg_tensor *t) {
     return t->device.device_type == kDLCUDA || t->device.device_type == kDLCUDAManaged;
@@ -98,14 +86,14 @@ static opreg_status on_device(const char *op, const opreg_tensor *dev, const opr
 
 CUDA_KERNEL(rms_norm, 1, "input") {
     const opreg_tensor *out = TS(0), *in = TS(1), *w = TS(2);
-    rows r = rows_of(in);
+    opreg__row_layout r = opreg__rows_of(in);
     return opreg__cuda_rms_norm(opreg__ptr(out), opreg__ptr(in), r.stride, opreg__ptr(w), r.n,
                                 r.width, (float)FV(3), opreg__dtype_of(in), stream);
 }
 
 CUDA_KERNEL(fused_add_rms_norm, 0, "input") {
     const opreg_tensor *in = TS(0), *res = TS(1), *w = TS(2);
-    rows r = rows_of(in);
+    opreg__row_layout r = opreg__rows_of(in);
     return opreg__cuda_fused_add_rms_norm(opreg__ptr(in), r.stride, opreg__ptr(res), opreg__ptr(w),
                                           r.n, r.width, (float)FV(3), opreg__dtype_of(in), stream);
 }
@@ -114,7 +102,7 @@ CUDA_KERNEL(fused_add_rms_norm, 0, "input") {
 
 #define GATED(op)                                                                                  \
     CUDA_KERNEL(op, 1, "input") {                                                                  \
-        rows ro = rows_of(TS(0));                                                                  \
+        opreg__row_layout ro = opreg__rows_of(TS(0));                                              \
         return opreg__cuda_##op(opreg__ptr(TS(0)), opreg__ptr(TS(1)), ro.n, ro.width,              \
                                 opreg__dtype_of(TS(1)), stream);                                   \
     }
@@ -293,7 +281,7 @@ STATIC_QUANT(static_scaled_int8_quant)
 #undef STATIC_QUANT
 
 CUDA_KERNEL(dynamic_scaled_int8_quant, 1, "input") {
-    rows r = rows_of(TS(1));
+    opreg__row_layout r = opreg__rows_of(TS(1));
     return opreg__cuda_dynamic_scaled_int8_quant(opreg__ptr(TS(0)), opreg__ptr(TS(1)), r.n, r.width,
                                                  opreg__ptr(TS(2)), opreg__dtype_of(TS(1)), stream);
 }
@@ -395,7 +383,6 @@ static opreg_status cuda_linear(void *context, const opreg_op *o, const opreg_va
 }
 
 OPREG_LIBRARY_IMPL(_C, CUDA, m) {
-    opreg__cuda_attach();
     OPREG_IMPL(m, "rms_norm", cuda_rms_norm, NULL);
     OPREG_IMPL(m, "fused_add_rms_norm", cuda_fused_add_rms_norm, NULL);
     OPREG_IMPL(m, "silu_and_mul", cuda_silu_and_mul, NULL);

@@ -33,17 +33,22 @@ AI void gated_span(int dt, int act, int nt, void *out, const void *in, int64_t d
     }
 }
 
-AI void gated_rows(int dt, int act, int nt, const struct opreg__act_args *a, int64_t r0,
-                   int64_t r1) {
+/* With streaming stores, a row's unaligned head is stored plainly. */
+AI void gated_rows(int dt, int act, const struct opreg__act_args *a, int64_t r0, int64_t r1) {
     size_t es = opreg__cpu_es(dt);
     for (int64_t r = r0; r < r1; r++) {
         void *out = opreg__cpu_at_mut(dt, a->out, r * a->out_stride);
         const void *in = opreg__cpu_at(dt, a->in, r * a->in_stride);
-        int64_t h = nt ? stream_head(out, es, VW * es, a->d) : 0;
+        int64_t h = a->nt ? stream_head(out, es, VW * es, a->d) : 0;
         if (h > 0) gated_span(dt, act, 0, out, in, a->d, 0, h);
-        if (h < a->d) gated_span(dt, act, nt, out, in, a->d, h, a->d);
+        if (h < a->d) {
+            if (a->nt)
+                gated_span(dt, act, 1, out, in, a->d, h, a->d);
+            else
+                gated_span(dt, act, 0, out, in, a->d, h, a->d);
+        }
     }
-    if (nt) vfence();
+    if (a->nt) vfence();
 }
 
 /* Elements [i, end) of an elementwise op, as gated_span. */
@@ -58,51 +63,90 @@ AI void elementwise_span(int dt, int act, int nt, void *out, const void *in, int
                  vact(act, precise, vload_n(dt, opreg__cpu_at(dt, in, i), end - i)), end - i);
 }
 
-AI void elementwise_chunks(int dt, int act, int nt, const struct opreg__act_args *a, int64_t c0,
+AI void elementwise_chunks(int dt, int act, const struct opreg__act_args *a, int64_t c0,
                            int64_t c1) {
     size_t es = opreg__cpu_es(dt);
     int64_t end = c1 * OPREG__CPU_CHUNK < a->n ? c1 * OPREG__CPU_CHUNK : a->n;
     int64_t i = c0 * OPREG__CPU_CHUNK;
     void *out = opreg__cpu_at_mut(dt, a->out, i);
-    int64_t h = i + (nt ? stream_head(out, es, VW * es, end - i) : 0);
+    int64_t h = i + (a->nt ? stream_head(out, es, VW * es, end - i) : 0);
     if (h > i) elementwise_span(dt, act, 0, a->out, a->in, i, h);
-    if (h < end) elementwise_span(dt, act, nt, a->out, a->in, h, end);
-    if (nt) vfence();
+    if (h < end) {
+        if (a->nt)
+            elementwise_span(dt, act, 1, a->out, a->in, h, end);
+        else
+            elementwise_span(dt, act, 0, a->out, a->in, h, end);
+    }
+    if (a->nt) vfence();
 }
 
-/* One instance per activation, dtype and store kind: the switch in vact()
- * folds away. CALL_OF(act, nt) is the body; the instance runs a->nt's. */
-#define ACT_CASE(act, CALL_OF)                                                                     \
-    case act:                                                                                      \
-        if (a->nt)                                                                                 \
-            PER_DTYPE(a->dt, CALL_OF(act, 1));                                                     \
-        else                                                                                       \
-            PER_DTYPE(a->dt, CALL_OF(act, 0));                                                     \
+/* The activation, then the dtype, switched once per call: each case
+ * inlines the body with both as constants, so vact()'s switch folds away
+ * and every (activation, dtype) pair has its own loop. The gated ops are
+ * silu, gelu and gelu_tanh, the elementwise ones the other three; any
+ * other kind still computes, through the switch in vact(). */
+AI void gated_act(int dt, const struct opreg__act_args *a, int64_t r0, int64_t r1) {
+    switch (a->act) {
+    case OPREG__ACT_SILU:
+        gated_rows(dt, OPREG__ACT_SILU, a, r0, r1);
         break;
-
-#define ACT_CASES(CALL_OF)                                                                         \
-    switch (a->act) {                                                                              \
-        ACT_CASE(OPREG__ACT_SILU, CALL_OF)                                                         \
-        ACT_CASE(OPREG__ACT_GELU, CALL_OF)                                                         \
-        ACT_CASE(OPREG__ACT_GELU_TANH, CALL_OF)                                                    \
-        ACT_CASE(OPREG__ACT_GELU_NEW, CALL_OF)                                                     \
-        ACT_CASE(OPREG__ACT_GELU_FAST, CALL_OF)                                                    \
-    default:                                                                                       \
-        ACT_CASE(OPREG__ACT_GELU_QUICK, CALL_OF)                                                   \
+    case OPREG__ACT_GELU:
+        gated_rows(dt, OPREG__ACT_GELU, a, r0, r1);
+        break;
+    case OPREG__ACT_GELU_TANH:
+        gated_rows(dt, OPREG__ACT_GELU_TANH, a, r0, r1);
+        break;
+    default:
+        gated_rows(dt, a->act, a, r0, r1);
+        break;
     }
+}
 
 static void gated_range(const void *args, int64_t r0, int64_t r1) {
     const struct opreg__act_args *a = args;
-#define GATED(act, nt) gated_rows(dt_, act, nt, a, r0, r1)
-    ACT_CASES(GATED)
-#undef GATED
+    switch (a->dt) {
+    case OPREG_DTYPE_F32:
+        gated_act(OPREG_DTYPE_F32, a, r0, r1);
+        break;
+    case OPREG_DTYPE_BF16:
+        gated_act(OPREG_DTYPE_BF16, a, r0, r1);
+        break;
+    default:
+        gated_act(OPREG_DTYPE_F16, a, r0, r1);
+        break;
+    }
+}
+
+AI void elementwise_act(int dt, const struct opreg__act_args *a, int64_t c0, int64_t c1) {
+    switch (a->act) {
+    case OPREG__ACT_GELU_NEW:
+        elementwise_chunks(dt, OPREG__ACT_GELU_NEW, a, c0, c1);
+        break;
+    case OPREG__ACT_GELU_FAST:
+        elementwise_chunks(dt, OPREG__ACT_GELU_FAST, a, c0, c1);
+        break;
+    case OPREG__ACT_GELU_QUICK:
+        elementwise_chunks(dt, OPREG__ACT_GELU_QUICK, a, c0, c1);
+        break;
+    default:
+        elementwise_chunks(dt, a->act, a, c0, c1);
+        break;
+    }
 }
 
 static void elementwise_range(const void *args, int64_t c0, int64_t c1) {
     const struct opreg__act_args *a = args;
-#define ELEM(act, nt) elementwise_chunks(dt_, act, nt, a, c0, c1)
-    ACT_CASES(ELEM)
-#undef ELEM
+    switch (a->dt) {
+    case OPREG_DTYPE_F32:
+        elementwise_act(OPREG_DTYPE_F32, a, c0, c1);
+        break;
+    case OPREG_DTYPE_BF16:
+        elementwise_act(OPREG_DTYPE_BF16, a, c0, c1);
+        break;
+    default:
+        elementwise_act(OPREG_DTYPE_F16, a, c0, c1);
+        break;
+    }
 }
 
 #endif

@@ -70,24 +70,3 @@ void opreg__cpu_elementwise(int isa, int kind, int dt, void *out, const void *in
                         (n + OPREG__CPU_CHUNK - 1) / OPREG__CPU_CHUNK,
                         2 * n * (int64_t)opreg__cpu_es(dt));
 }
-
-#define DEFINE_GATED(name, kind, sfx, T, DT)                                                       \
-    void opreg__cpu_##name##_##sfx(T *out, int64_t out_stride, const T *input, int64_t in_stride,  \
-                                   int64_t rows, int64_t d) {                                      \
-        opreg__cpu_gated(opreg__cpu_isa(), kind, DT, out, out_stride, input, in_stride, rows, d);  \
-    }
-#define DEFINE_ELEM(name, kind, sfx, T, DT)                                                        \
-    void opreg__cpu_##name##_##sfx(T *out, const T *input, int64_t n) {                            \
-        opreg__cpu_elementwise(opreg__cpu_isa(), kind, DT, out, input, n);                         \
-    }
-#define DEFINE_ACTS(sfx, T, DT)                                                                    \
-    DEFINE_GATED(silu_and_mul, OPREG__ACT_SILU, sfx, T, DT)                                        \
-    DEFINE_GATED(gelu_and_mul, OPREG__ACT_GELU, sfx, T, DT)                                        \
-    DEFINE_GATED(gelu_tanh_and_mul, OPREG__ACT_GELU_TANH, sfx, T, DT)                              \
-    DEFINE_ELEM(gelu_new, OPREG__ACT_GELU_NEW, sfx, T, DT)                                         \
-    DEFINE_ELEM(gelu_fast, OPREG__ACT_GELU_FAST, sfx, T, DT)                                       \
-    DEFINE_ELEM(gelu_quick, OPREG__ACT_GELU_QUICK, sfx, T, DT)
-
-DEFINE_ACTS(f32, float, OPREG_DTYPE_F32)
-DEFINE_ACTS(f16, uint16_t, OPREG_DTYPE_F16)
-DEFINE_ACTS(bf16, uint16_t, OPREG_DTYPE_BF16)

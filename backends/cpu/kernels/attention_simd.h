@@ -25,6 +25,16 @@
 /* qpat holds head_size * max(1, VW / x) floats; x >= 4. */
 #define PA_QPAT_FLOATS (OPREG__CPU_PA_MAX_HEAD * (VW >= 4 ? VW / 4 : 1))
 
+/* @p count elements of dtype @p dt at @p src, widened to f32 into @p buf. */
+AI void pa_widen(int dt, float *buf, const void *src, int64_t count) {
+    int64_t i = 0;
+    for (; i + VW <= count; i += VW)
+        vstore(OPREG_DTYPE_F32, buf + i, vload(dt, opreg__cpu_at(dt, src, i)));
+    if (i < count)
+        vstore_n(OPREG_DTYPE_F32, buf + i, vload_n(dt, opreg__cpu_at(dt, src, i), count - i),
+                 count - i);
+}
+
 /* Block @p blk of a cache (head_size x block_size elements per KV head) as
  * f32: in place when possible, else widened into @p buf. For the @p value
  * cache ([head_size][block_size]) the token columns >= @p n are zeroed; the
@@ -38,16 +48,12 @@ static const float *pa_block(const struct opreg__pa_args *a, const void *cache, 
         const uint8_t *c = (const uint8_t *)cache + base;
         for (int64_t i = 0; i < count; i++)
             buf[i] = a->lut[c[i]];
+    } else if (a->dt == OPREG_DTYPE_F32) {
+        pa_widen(OPREG_DTYPE_F32, buf, opreg__cpu_at(OPREG_DTYPE_F32, cache, base), count);
+    } else if (a->dt == OPREG_DTYPE_BF16) {
+        pa_widen(OPREG_DTYPE_BF16, buf, opreg__cpu_at(OPREG_DTYPE_BF16, cache, base), count);
     } else {
-        PER_DTYPE(a->dt, {
-            const void *src = opreg__cpu_at(dt_, cache, base);
-            int64_t i = 0;
-            for (; i + VW <= count; i += VW)
-                vstore(OPREG_DTYPE_F32, buf + i, vload(dt_, opreg__cpu_at(dt_, src, i)));
-            if (i < count)
-                vstore_n(OPREG_DTYPE_F32, buf + i,
-                         vload_n(dt_, opreg__cpu_at(dt_, src, i), count - i), count - i);
-        });
+        pa_widen(OPREG_DTYPE_F16, buf, opreg__cpu_at(OPREG_DTYPE_F16, cache, base), count);
     }
     if (partial)
         for (int64_t i = 0; i < a->d; i++)

@@ -3,14 +3,14 @@
  * The callers (the registry wiring) have already checked every argument:
  * dtypes, shapes, non-NULL data, contiguity within a row. Strides are in
  * elements, between consecutive rows. Nothing here allocates, fails or
- * prints. Each float op comes in f32, f16 and bf16 variants (f16/bf16 are
+ * prints. Each float op takes f32, f16 and bf16 data (f16/bf16 as
  * uint16_t bit patterns), computing in f32 with the roundings of
  * docs ops-reference.md (§3): the same arithmetic as ops/ref, so the two
  * agree within a few ulp of f32 and, after rounding, within 1 ulp of T.
  *
- * Each call picks one instruction-set path, fixed at the first call from
- * cpuid: AVX-512 (with AVX512-BF16 conversions when present), AVX2+FMA+F16C,
- * or portable C. Rows are spread over OpenMP threads once the call moves
+ * Each call runs the instruction-set path its caller names, capped at the
+ * best that cpuid finds: AVX-512 (with AVX512-BF16 conversions),
+ * AVX2+FMA+F16C, or portable C. Rows are spread over OpenMP threads once the call moves
  * enough bytes to pay for waking them. */
 #ifndef OPREG_CPU_KERNELS_H
 #define OPREG_CPU_KERNELS_H
@@ -49,14 +49,13 @@ int opreg__cpu_stream(int64_t out_bytes);
  * while kernels run on other threads. */
 int64_t opreg__cpu_set_stream_bytes(int64_t bytes);
 
-/* ---- float kernels: one entry per op, on path @p isa and dtype @p dt ---------
+/* ---- float kernels: one entry per op, on path @p isa and dtype @p dt -------
 
  * The providers of the CPU key (backends/cpu/register.c) call these with the
- * path they stand for; @p isa above what the CPU has runs the best it has.
- * @p dt is the opreg_dtype of the float tensors (F32, F16 or BF16), whose
- * data are float or uint16_t bit patterns. The arithmetic of each op is
- * given at its per-dtype entry below, which runs the path opreg__cpu_isa()
- * names (the kernels' own tests call those). */
+ * path they stand for, the kernels' own tests with each path in turn; @p isa
+ * above what the CPU has runs the best it has. @p dt is the opreg_dtype of
+ * the float tensors (F32, F16 or BF16), whose data are float or uint16_t bit
+ * patterns. Each entry switches on @p dt once, in the path's range function. */
 
 enum opreg__cpu_act {
     OPREG__ACT_SILU,
@@ -67,81 +66,38 @@ enum opreg__cpu_act {
     OPREG__ACT_GELU_QUICK,
 };
 
+/* rms_norm: out = (T)((T)(x * r) * w), r = 1/sqrt(sum(x^2)/hidden + eps). */
 void opreg__cpu_rms_norm(int isa, int dt, void *out, int64_t out_stride, const void *in,
                          int64_t in_stride, const void *w, int64_t rows, int64_t hidden, float eps);
+/* fused_add_rms_norm, both in place: res = (T)(in + res), then in =
+ * rms_norm(res). */
 void opreg__cpu_fused_add_rms_norm(int isa, int dt, void *in, int64_t in_stride, void *res,
                                    int64_t res_stride, const void *w, int64_t rows, int64_t hidden,
                                    float eps);
-/* Gated (@p kind SILU, GELU, GELU_TANH): input rows [x | y] of 2*d. */
+/* Gated (@p kind SILU, GELU, GELU_TANH): input rows [x | y] of 2*d, out rows
+ * of d: out = (T)((T)act(x) * y). */
 void opreg__cpu_gated(int isa, int kind, int dt, void *out, int64_t out_stride, const void *in,
                       int64_t in_stride, int64_t rows, int64_t d);
-/* Elementwise (@p kind GELU_NEW, GELU_FAST, GELU_QUICK) over n elements. */
+/* Elementwise (@p kind GELU_NEW, GELU_FAST, GELU_QUICK): out[i] =
+ * (T)act(in[i]) over n elements. */
 void opreg__cpu_elementwise(int isa, int kind, int dt, void *out, const void *in, int64_t n);
+/* Rotary embedding in place on q [tokens, nq*head_size] and k [tokens,
+ * nk*head_size] (k may be NULL). Token t uses cache row pos[t] (+ offsets[t]
+ * when offsets is not NULL: the batched op). cache rows are [cos
+ * 0..rot_dim/2 | sin 0..rot_dim/2], in @p dt. */
 void opreg__cpu_rotary(int isa, int dt, const int64_t *pos, const int64_t *offsets, int64_t tokens,
                        void *q, int64_t q_stride, int64_t nq, void *k, int64_t k_stride, int64_t nk,
                        int64_t head_size, const void *cache, int64_t rot_dim, bool neox);
+/* int8: static out = sat(rne(x / scale)); dynamic per row: scales[r] =
+ * amax/127, out = sat(rne(x * (127/amax))); NaN gives 0.
+ * fp8 e4m3fn: static out = e4m3fn(clamp(x * (1/scale), -448, 448));
+ * dynamic: *scale = max(*scale, amax/448) (the caller zeroes it), then
+ * static. */
 void opreg__cpu_int8_static(int isa, int dt, int8_t *out, const void *in, int64_t n, float scale);
 void opreg__cpu_int8_dynamic(int isa, int dt, int8_t *out, float *scales, const void *in,
                              int64_t in_stride, int64_t rows, int64_t hidden);
 void opreg__cpu_fp8_static(int isa, int dt, uint8_t *out, const void *in, int64_t n, float scale);
 void opreg__cpu_fp8_dynamic(int isa, int dt, uint8_t *out, float *scale, const void *in, int64_t n);
-
-/* ---- float kernels, one per dtype ----------------------------------------- */
-
-#define OPREG__CPU_FLOAT_TYPES(X) X(f32, float) X(f16, uint16_t) X(bf16, uint16_t)
-
-/* rms_norm: out = (T)((T)(x * r) * w), r = 1/sqrt(sum(x^2)/hidden + eps).
- * fused_add_rms_norm: residual = (T)(input + residual), then input =
- * rms_norm(residual), both in place. */
-#define OPREG__CPU_DECL_NORMS(sfx, T)                                                              \
-    void opreg__cpu_rms_norm_##sfx(T *out, int64_t out_stride, const T *input, int64_t in_stride,  \
-                                   const T *weight, int64_t rows, int64_t hidden, float eps);      \
-    void opreg__cpu_fused_add_rms_norm_##sfx(T *input, int64_t in_stride, T *residual,             \
-                                             int64_t res_stride, const T *weight, int64_t rows,    \
-                                             int64_t hidden, float eps);
-
-/* Gated: input rows are [x | y] of 2*d, out rows d: out = (T)((T)act(x) * y).
- * Elementwise: out[i] = (T)act(input[i]) over n elements. */
-#define OPREG__CPU_DECL_ACTS(sfx, T)                                                               \
-    void opreg__cpu_silu_and_mul_##sfx(T *out, int64_t out_stride, const T *input,                 \
-                                       int64_t in_stride, int64_t rows, int64_t d);                \
-    void opreg__cpu_gelu_and_mul_##sfx(T *out, int64_t out_stride, const T *input,                 \
-                                       int64_t in_stride, int64_t rows, int64_t d);                \
-    void opreg__cpu_gelu_tanh_and_mul_##sfx(T *out, int64_t out_stride, const T *input,            \
-                                            int64_t in_stride, int64_t rows, int64_t d);           \
-    void opreg__cpu_gelu_new_##sfx(T *out, const T *input, int64_t n);                             \
-    void opreg__cpu_gelu_fast_##sfx(T *out, const T *input, int64_t n);                            \
-    void opreg__cpu_gelu_quick_##sfx(T *out, const T *input, int64_t n);
-
-/* Rotary embedding in place on query [tokens, num_heads*head_size] and key
- * [tokens, num_kv_heads*head_size] (key may be NULL). Token t uses cache row
- * positions[t] (+ offsets[t] when offsets is not NULL: the batched op).
- * cos_sin_cache rows are [cos 0..rot_dim/2 | sin 0..rot_dim/2], dtype T. */
-#define OPREG__CPU_DECL_ROTARY(sfx, T)                                                             \
-    void opreg__cpu_rotary_embedding_##sfx(                                                        \
-        const int64_t *positions, const int64_t *offsets, int64_t tokens, T *query,                \
-        int64_t q_stride, int64_t num_heads, T *key, int64_t k_stride, int64_t num_kv_heads,       \
-        int64_t head_size, const T *cos_sin_cache, int64_t rot_dim, bool is_neox);
-
-/* int8: static out = sat(rne(x / scale)); dynamic per row: scales[r] =
- * amax/127, out = sat(rne(x * (127/amax))); NaN gives 0.
- * fp8 e4m3fn: static out = e4m3fn(clamp(x * (1/scale), -448, 448));
- * dynamic: *scale = max(*scale, amax/448) (caller zeroes it), then static. */
-#define OPREG__CPU_DECL_QUANT(sfx, T)                                                              \
-    void opreg__cpu_static_scaled_int8_quant_##sfx(int8_t *out, const T *input, int64_t n,         \
-                                                   float scale);                                   \
-    void opreg__cpu_dynamic_scaled_int8_quant_##sfx(int8_t *out, float *scales, const T *input,    \
-                                                    int64_t in_stride, int64_t rows,               \
-                                                    int64_t hidden);                               \
-    void opreg__cpu_static_scaled_fp8_quant_##sfx(uint8_t *out, const T *input, int64_t n,         \
-                                                  float scale);                                    \
-    void opreg__cpu_dynamic_scaled_fp8_quant_##sfx(uint8_t *out, float *scale, const T *input,     \
-                                                   int64_t n);
-
-OPREG__CPU_FLOAT_TYPES(OPREG__CPU_DECL_NORMS)
-OPREG__CPU_FLOAT_TYPES(OPREG__CPU_DECL_ACTS)
-OPREG__CPU_FLOAT_TYPES(OPREG__CPU_DECL_ROTARY)
-OPREG__CPU_FLOAT_TYPES(OPREG__CPU_DECL_QUANT)
 
 /* ---- KV cache ---------------------------------------------------------------- */
 

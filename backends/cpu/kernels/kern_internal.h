@@ -107,7 +107,16 @@ static inline void opreg__pa_softmax_block(float *lg, int64_t n, int64_t bs, flo
 /* Processes rows (or chunks) [r0, r1) of the op whose args @p a points to. */
 typedef void (*opreg__cpu_range_fn)(const void *a, int64_t r0, int64_t r1);
 
-/* One SIMD path. The portable path has no table (NULL). */
+/* One SIMD path, a table of range functions; the portable path has none
+ * (NULL). Each *_simd.h body is written once against the vector layer (vf,
+ * VW, vload, ...) and compiled once per ISA: simd_avx2.c, simd_avx512.c and
+ * simd_avx512bf16.c each set their target with a pragma, include their
+ * simd_<isa>.h and then the same bodies, and fill this table from them.
+ * The bodies are static functions under their own names (rms_norm_range in
+ * norms_simd.h), so grep and ctags find each in one place, and no macro
+ * pastes a name or carries logic. This is how C compiles one body for
+ * several vector widths without -m flags: target_clones would clone a
+ * function, but not swap its 256-bit intrinsics for 512-bit ones. */
 struct opreg__cpu_simd {
     opreg__cpu_range_fn rms_norm, fused_add_rms_norm;
     opreg__cpu_range_fn gated, elementwise;

@@ -78,20 +78,3 @@ void opreg__cpu_fused_add_rms_norm(int isa, int dt, void *in, int64_t in_stride,
     opreg__cpu_parallel(s ? s->fused_add_rms_norm : fused_add_portable, &a, rows,
                         4 * rows * hidden * (int64_t)opreg__cpu_es(dt));
 }
-
-#define DEFINE_NORMS(sfx, T, DT)                                                                   \
-    void opreg__cpu_rms_norm_##sfx(T *out, int64_t out_stride, const T *input, int64_t in_stride,  \
-                                   const T *weight, int64_t rows, int64_t hidden, float eps) {     \
-        opreg__cpu_rms_norm(opreg__cpu_isa(), DT, out, out_stride, input, in_stride, weight, rows, \
-                            hidden, eps);                                                          \
-    }                                                                                              \
-    void opreg__cpu_fused_add_rms_norm_##sfx(T *input, int64_t in_stride, T *residual,             \
-                                             int64_t res_stride, const T *weight, int64_t rows,    \
-                                             int64_t hidden, float eps) {                          \
-        opreg__cpu_fused_add_rms_norm(opreg__cpu_isa(), DT, input, in_stride, residual,            \
-                                      res_stride, weight, rows, hidden, eps);                      \
-    }
-
-DEFINE_NORMS(f32, float, OPREG_DTYPE_F32)
-DEFINE_NORMS(f16, uint16_t, OPREG_DTYPE_F16)
-DEFINE_NORMS(bf16, uint16_t, OPREG_DTYPE_BF16)

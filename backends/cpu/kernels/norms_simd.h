@@ -2,8 +2,9 @@
  * SIMD path's file, after simd_<isa>.h. A row is read from memory once: the
  * second pass finds it in L1/L2 (a 8192-element f32 row is 32 KiB).
  *
- * The helpers are always_inline with a constant dtype, so every dtype gets
- * its own loop with the conversions inlined and no branch per element. */
+ * The helpers are always_inline; the range functions at the end switch the
+ * dtype once and call them with it as a constant, so every dtype gets its
+ * own loop with the conversions inlined and no branch per element. */
 #ifndef OPREG_CPU_NORMS_SIMD_H
 #define OPREG_CPU_NORMS_SIMD_H
 
@@ -54,14 +55,20 @@ AI void scale_row(int dt, int nt, void *out, const void *x, const void *w, int64
     if (h < n) scale_span(dt, nt, out, x, w, vset1(r), h, n);
 }
 
-AI void rms_norm_rows(int dt, int nt, const struct opreg__norm_args *a, int64_t r0, int64_t r1) {
+/* The store kind is chosen per row with a constant, so that each kind has
+ * its own loop (vput's branch folds away). */
+AI void rms_norm_rows(int dt, const struct opreg__norm_args *a, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
         const void *x = opreg__cpu_at(dt, a->in, r * a->in_stride);
+        void *out = opreg__cpu_at_mut(dt, a->out, r * a->out_stride);
         float ss = sum_squares(dt, x, a->hidden);
         float rs = 1.0f / sqrtf(ss / (float)a->hidden + a->eps);
-        scale_row(dt, nt, opreg__cpu_at_mut(dt, a->out, r * a->out_stride), x, a->w, a->hidden, rs);
+        if (a->nt)
+            scale_row(dt, 1, out, x, a->w, a->hidden, rs);
+        else
+            scale_row(dt, 0, out, x, a->w, a->hidden, rs);
     }
-    if (nt) vfence();
+    if (a->nt) vfence();
 }
 
 /* z = (T)(x + res) into res, returning sum(z^2) of the rounded z. */
@@ -101,15 +108,32 @@ AI void fused_add_rows(int dt, const struct opreg__norm_args *a, int64_t r0, int
 
 static void rms_norm_range(const void *args, int64_t r0, int64_t r1) {
     const struct opreg__norm_args *a = args;
-    if (a->nt)
-        PER_DTYPE(a->dt, rms_norm_rows(dt_, 1, a, r0, r1));
-    else
-        PER_DTYPE(a->dt, rms_norm_rows(dt_, 0, a, r0, r1));
+    switch (a->dt) {
+    case OPREG_DTYPE_F32:
+        rms_norm_rows(OPREG_DTYPE_F32, a, r0, r1);
+        break;
+    case OPREG_DTYPE_BF16:
+        rms_norm_rows(OPREG_DTYPE_BF16, a, r0, r1);
+        break;
+    default:
+        rms_norm_rows(OPREG_DTYPE_F16, a, r0, r1);
+        break;
+    }
 }
 
 static void fused_add_range(const void *args, int64_t r0, int64_t r1) {
     const struct opreg__norm_args *a = args;
-    PER_DTYPE(a->dt, fused_add_rows(dt_, a, r0, r1));
+    switch (a->dt) {
+    case OPREG_DTYPE_F32:
+        fused_add_rows(OPREG_DTYPE_F32, a, r0, r1);
+        break;
+    case OPREG_DTYPE_BF16:
+        fused_add_rows(OPREG_DTYPE_BF16, a, r0, r1);
+        break;
+    default:
+        fused_add_rows(OPREG_DTYPE_F16, a, r0, r1);
+        break;
+    }
 }
 
 #endif

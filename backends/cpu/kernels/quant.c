@@ -113,27 +113,3 @@ void opreg__cpu_fp8_dynamic(int isa, int dt, uint8_t *out, float *scale, const v
     *scale = fmaxf(*scale, amax / 448.0f);
     opreg__cpu_fp8_static(isa, dt, out, in, n, *scale);
 }
-
-#define DEFINE_QUANT(sfx, T, DT)                                                                   \
-    void opreg__cpu_static_scaled_int8_quant_##sfx(int8_t *out, const T *input, int64_t n,         \
-                                                   float scale) {                                  \
-        opreg__cpu_int8_static(opreg__cpu_isa(), DT, out, input, n, scale);                        \
-    }                                                                                              \
-    void opreg__cpu_dynamic_scaled_int8_quant_##sfx(int8_t *out, float *scales, const T *input,    \
-                                                    int64_t in_stride, int64_t rows,               \
-                                                    int64_t hidden) {                              \
-        opreg__cpu_int8_dynamic(opreg__cpu_isa(), DT, out, scales, input, in_stride, rows,         \
-                                hidden);                                                           \
-    }                                                                                              \
-    void opreg__cpu_static_scaled_fp8_quant_##sfx(uint8_t *out, const T *input, int64_t n,         \
-                                                  float scale) {                                   \
-        opreg__cpu_fp8_static(opreg__cpu_isa(), DT, out, input, n, scale);                         \
-    }                                                                                              \
-    void opreg__cpu_dynamic_scaled_fp8_quant_##sfx(uint8_t *out, float *scale, const T *input,     \
-                                                   int64_t n) {                                    \
-        opreg__cpu_fp8_dynamic(opreg__cpu_isa(), DT, out, scale, input, n);                        \
-    }
-
-DEFINE_QUANT(f32, float, OPREG_DTYPE_F32)
-DEFINE_QUANT(f16, uint16_t, OPREG_DTYPE_F16)
-DEFINE_QUANT(bf16, uint16_t, OPREG_DTYPE_BF16)

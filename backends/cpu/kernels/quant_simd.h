@@ -76,50 +76,102 @@ AI int64_t chunk_end(const struct opreg__quant_args *a, int64_t c1) {
     return c1 * OPREG__CPU_CHUNK < a->n ? c1 * OPREG__CPU_CHUNK : a->n;
 }
 
-static void int8_static_range(const void *args, int64_t c0, int64_t c1) {
-    const struct opreg__quant_args *a = args;
+/* The range functions switch the dtype once per call; each case inlines
+ * the body with it (and the store kind) as constants. */
+AI void int8_static_chunks(int dt, const struct opreg__quant_args *a, int64_t c0, int64_t c1) {
     int64_t i = c0 * OPREG__CPU_CHUNK, end = chunk_end(a, c1);
     if (a->nt) {
-        PER_DTYPE(a->dt, int8_span(dt_, 1, 1, a->out, a->in, i, end, a->scale));
+        int8_span(dt, 1, 1, a->out, a->in, i, end, a->scale);
         vfence();
     } else {
-        PER_DTYPE(a->dt, int8_span(dt_, 0, 1, a->out, a->in, i, end, a->scale));
+        int8_span(dt, 0, 1, a->out, a->in, i, end, a->scale);
     }
+}
+
+static void int8_static_range(const void *args, int64_t c0, int64_t c1) {
+    const struct opreg__quant_args *a = args;
+    switch (a->dt) {
+    case OPREG_DTYPE_F32:
+        int8_static_chunks(OPREG_DTYPE_F32, a, c0, c1);
+        break;
+    case OPREG_DTYPE_BF16:
+        int8_static_chunks(OPREG_DTYPE_BF16, a, c0, c1);
+        break;
+    default:
+        int8_static_chunks(OPREG_DTYPE_F16, a, c0, c1);
+        break;
+    }
+}
+
+AI void fp8_static_chunks(int dt, const struct opreg__quant_args *a, int64_t c0, int64_t c1) {
+    fp8_static_span(dt, a->out, a->in, c0 * OPREG__CPU_CHUNK, chunk_end(a, c1), 1.0f / a->scale);
 }
 
 static void fp8_static_range(const void *args, int64_t c0, int64_t c1) {
     const struct opreg__quant_args *a = args;
-    PER_DTYPE(a->dt, fp8_static_span(dt_, a->out, a->in, c0 * OPREG__CPU_CHUNK, chunk_end(a, c1),
-                                     1.0f / a->scale));
-}
-
-/* Units of a->hidden elements; unit u's maximum goes to partial[u]. */
-static void amax_range(const void *args, int64_t u0, int64_t u1) {
-    const struct opreg__quant_args *a = args;
-    for (int64_t u = u0; u < u1; u++) {
-        int64_t end = (u + 1) * a->hidden < a->n ? (u + 1) * a->hidden : a->n;
-        PER_DTYPE(a->dt, a->partial[u] = amax_span(dt_, a->in, u * a->hidden, end));
+    switch (a->dt) {
+    case OPREG_DTYPE_F32:
+        fp8_static_chunks(OPREG_DTYPE_F32, a, c0, c1);
+        break;
+    case OPREG_DTYPE_BF16:
+        fp8_static_chunks(OPREG_DTYPE_BF16, a, c0, c1);
+        break;
+    default:
+        fp8_static_chunks(OPREG_DTYPE_F16, a, c0, c1);
+        break;
     }
 }
 
-AI void int8_dynamic_rows(int dt, int nt, const struct opreg__quant_args *a, int64_t r0,
-                          int64_t r1) {
+/* Units of a->hidden elements; unit u's maximum goes to partial[u]. */
+AI void amax_units(int dt, const struct opreg__quant_args *a, int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t end = (u + 1) * a->hidden < a->n ? (u + 1) * a->hidden : a->n;
+        a->partial[u] = amax_span(dt, a->in, u * a->hidden, end);
+    }
+}
+
+static void amax_range(const void *args, int64_t u0, int64_t u1) {
+    const struct opreg__quant_args *a = args;
+    switch (a->dt) {
+    case OPREG_DTYPE_F32:
+        amax_units(OPREG_DTYPE_F32, a, u0, u1);
+        break;
+    case OPREG_DTYPE_BF16:
+        amax_units(OPREG_DTYPE_BF16, a, u0, u1);
+        break;
+    default:
+        amax_units(OPREG_DTYPE_F16, a, u0, u1);
+        break;
+    }
+}
+
+AI void int8_dynamic_rows(int dt, const struct opreg__quant_args *a, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
         const void *x = opreg__cpu_at(dt, a->in, r * a->in_stride);
         int8_t *o = (int8_t *)a->out + r * a->hidden;
         float amax = amax_span(dt, x, 0, a->hidden);
-        int8_span(dt, nt, 0, o, x, 0, a->hidden, 127.0f / amax);
+        if (a->nt)
+            int8_span(dt, 1, 0, o, x, 0, a->hidden, 127.0f / amax);
+        else
+            int8_span(dt, 0, 0, o, x, 0, a->hidden, 127.0f / amax);
         a->scales[r] = amax / 127.0f;
     }
-    if (nt) vfence();
+    if (a->nt) vfence();
 }
 
 static void int8_dynamic_range(const void *args, int64_t r0, int64_t r1) {
     const struct opreg__quant_args *a = args;
-    if (a->nt)
-        PER_DTYPE(a->dt, int8_dynamic_rows(dt_, 1, a, r0, r1));
-    else
-        PER_DTYPE(a->dt, int8_dynamic_rows(dt_, 0, a, r0, r1));
+    switch (a->dt) {
+    case OPREG_DTYPE_F32:
+        int8_dynamic_rows(OPREG_DTYPE_F32, a, r0, r1);
+        break;
+    case OPREG_DTYPE_BF16:
+        int8_dynamic_rows(OPREG_DTYPE_BF16, a, r0, r1);
+        break;
+    default:
+        int8_dynamic_rows(OPREG_DTYPE_F16, a, r0, r1);
+        break;
+    }
 }
 
 #endif

@@ -61,17 +61,3 @@ void opreg__cpu_rotary(int isa, int dt, const int64_t *pos, const int64_t *offse
     if (!neox && rot_dim > SIMD_MAX_ROT) fn = rotary_portable;
     opreg__cpu_parallel(fn, &a, tokens, bytes);
 }
-
-#define DEFINE_ROTARY(sfx, T, DT)                                                                  \
-    void opreg__cpu_rotary_embedding_##sfx(                                                        \
-        const int64_t *positions, const int64_t *offsets, int64_t tokens, T *query,                \
-        int64_t q_stride, int64_t num_heads, T *key, int64_t k_stride, int64_t num_kv_heads,       \
-        int64_t head_size, const T *cos_sin_cache, int64_t rot_dim, bool is_neox) {                \
-        opreg__cpu_rotary(opreg__cpu_isa(), DT, positions, offsets, tokens, query, q_stride,       \
-                          num_heads, key, k_stride, num_kv_heads, head_size, cos_sin_cache,        \
-                          rot_dim, is_neox);                                                       \
-    }
-
-DEFINE_ROTARY(f32, float, OPREG_DTYPE_F32)
-DEFINE_ROTARY(f16, uint16_t, OPREG_DTYPE_F16)
-DEFINE_ROTARY(bf16, uint16_t, OPREG_DTYPE_BF16)

@@ -81,9 +81,21 @@ AI void rope_tokens(int dt, const struct opreg__rope_args *a, int64_t t0, int64_
     }
 }
 
+/* The dtype, switched once per call: each case inlines the body with it as
+ * a constant. */
 static void rotary_range(const void *args, int64_t t0, int64_t t1) {
     const struct opreg__rope_args *a = args;
-    PER_DTYPE(a->dt, rope_tokens(dt_, a, t0, t1));
+    switch (a->dt) {
+    case OPREG_DTYPE_F32:
+        rope_tokens(OPREG_DTYPE_F32, a, t0, t1);
+        break;
+    case OPREG_DTYPE_BF16:
+        rope_tokens(OPREG_DTYPE_BF16, a, t0, t1);
+        break;
+    default:
+        rope_tokens(OPREG_DTYPE_F16, a, t0, t1);
+        break;
+    }
 }
 
 #endif

@@ -1,6 +1,7 @@
 /* The avx512 path: the kernel bodies of *_simd.h compiled for
- * "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c" by a target pragma, so the build needs no -m
- * flags; isa.c only points at this table after cpuid has confirmed the CPU runs it. */
+ * "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c" by a target pragma (struct opreg__cpu_simd in
+ * kern_internal.h says why), so the build needs no -m flags; isa.c only points at this table after
+ * cpuid has confirmed the CPU runs it. */
 #if defined(__x86_64__) && defined(__GNUC__)
 
 #if defined(__clang__)

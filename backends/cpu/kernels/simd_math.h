@@ -8,24 +8,10 @@
 #ifndef OPREG_CPU_SIMD_MATH_H
 #define OPREG_CPU_SIMD_MATH_H
 
-/* Kernel bodies are always_inline helpers called with constant dtypes, so
- * each dtype gets its own loop with the conversions inlined. */
+/* Kernel bodies are always_inline helpers; each *_simd.h ends in range
+ * functions that switch the dtype once and call them with it as a
+ * constant, so each dtype gets its own loop with the conversions inlined. */
 #define AI VI __attribute__((always_inline))
-
-/* Expands a body over the three dtypes with constant arguments. */
-#define PER_DTYPE(dt, CALL)                                                                        \
-    do {                                                                                           \
-        if ((dt) == OPREG_DTYPE_F32) {                                                             \
-            const int dt_ = OPREG_DTYPE_F32;                                                       \
-            CALL;                                                                                  \
-        } else if ((dt) == OPREG_DTYPE_BF16) {                                                     \
-            const int dt_ = OPREG_DTYPE_BF16;                                                      \
-            CALL;                                                                                  \
-        } else {                                                                                   \
-            const int dt_ = OPREG_DTYPE_F16;                                                       \
-            CALL;                                                                                  \
-        }                                                                                          \
-    } while (0)
 
 /* How many leading elements of a span at p (n elements of es bytes) to
  * store plainly so that the rest starts aligned to @p align bytes for

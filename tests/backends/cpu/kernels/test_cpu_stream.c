@@ -26,51 +26,26 @@ static const char *const op_names[N_OPS] = { "rms_norm", "silu_and_mul", "gelu_n
                                              "static_scaled_int8_quant",
                                              "dynamic_scaled_int8_quant" };
 
-/* One call of @p op on rows x width inputs; the output rows are out_stride
- * elements apart (rms_norm, silu_and_mul) or packed. */
-static void call(enum op op, int dt, void *out, int64_t out_stride, const void *in, const void *w,
-                 float *scales, int64_t rows, int64_t width) {
+/* One call of @p op on path @p isa and rows x width inputs; the output rows
+ * are out_stride elements apart (rms_norm, silu_and_mul) or packed. */
+static void call(int isa, enum op op, int dt, void *out, int64_t out_stride, const void *in,
+                 const void *w, float *scales, int64_t rows, int64_t width) {
     int64_t n = rows * width;
     switch (op) {
     case RMS_NORM:
-        if (dt == OPREG_DTYPE_F32)
-            opreg__cpu_rms_norm_f32(out, out_stride, in, width, w, rows, width, 1e-6f);
-        else if (dt == OPREG_DTYPE_F16)
-            opreg__cpu_rms_norm_f16(out, out_stride, in, width, w, rows, width, 1e-6f);
-        else
-            opreg__cpu_rms_norm_bf16(out, out_stride, in, width, w, rows, width, 1e-6f);
+        opreg__cpu_rms_norm(isa, dt, out, out_stride, in, width, w, rows, width, 1e-6f);
         break;
     case SILU_AND_MUL: /* input rows of 2 * width */
-        if (dt == OPREG_DTYPE_F32)
-            opreg__cpu_silu_and_mul_f32(out, out_stride, in, 2 * width, rows, width);
-        else if (dt == OPREG_DTYPE_F16)
-            opreg__cpu_silu_and_mul_f16(out, out_stride, in, 2 * width, rows, width);
-        else
-            opreg__cpu_silu_and_mul_bf16(out, out_stride, in, 2 * width, rows, width);
+        opreg__cpu_gated(isa, OPREG__ACT_SILU, dt, out, out_stride, in, 2 * width, rows, width);
         break;
     case GELU_NEW:
-        if (dt == OPREG_DTYPE_F32)
-            opreg__cpu_gelu_new_f32(out, in, n);
-        else if (dt == OPREG_DTYPE_F16)
-            opreg__cpu_gelu_new_f16(out, in, n);
-        else
-            opreg__cpu_gelu_new_bf16(out, in, n);
+        opreg__cpu_elementwise(isa, OPREG__ACT_GELU_NEW, dt, out, in, n);
         break;
     case INT8_STATIC:
-        if (dt == OPREG_DTYPE_F32)
-            opreg__cpu_static_scaled_int8_quant_f32(out, in, n, 0.0123f);
-        else if (dt == OPREG_DTYPE_F16)
-            opreg__cpu_static_scaled_int8_quant_f16(out, in, n, 0.0123f);
-        else
-            opreg__cpu_static_scaled_int8_quant_bf16(out, in, n, 0.0123f);
+        opreg__cpu_int8_static(isa, dt, out, in, n, 0.0123f);
         break;
     default:
-        if (dt == OPREG_DTYPE_F32)
-            opreg__cpu_dynamic_scaled_int8_quant_f32(out, scales, in, width, rows, width);
-        else if (dt == OPREG_DTYPE_F16)
-            opreg__cpu_dynamic_scaled_int8_quant_f16(out, scales, in, width, rows, width);
-        else
-            opreg__cpu_dynamic_scaled_int8_quant_bf16(out, scales, in, width, rows, width);
+        opreg__cpu_int8_dynamic(isa, dt, out, scales, in, width, rows, width);
         break;
     }
 }
@@ -94,7 +69,8 @@ static bool one_case(int isa, enum op op, int dt, int64_t rows, int64_t width, i
         memset(buf[k], FILL, region);
         scales[k] = malloc(sizeof(float) * (size_t)rows);
         opreg__cpu_set_stream_bytes(k == 0 ? ALWAYS : NEVER);
-        call(op, dt, buf[k] + GUARD + off * (int64_t)oes, ostride, in, w, scales[k], rows, width);
+        call(isa, op, dt, buf[k] + GUARD + off * (int64_t)oes, ostride, in, w, scales[k], rows,
+             width);
     }
     opreg__cpu_set_stream_bytes(0);
     char what[160];

@@ -6,11 +6,6 @@
  *   fp8 e4m3fn    e4m3fn(fmaxf(-448, fminf(x * (1/scale), 448))). */
 #include "kern_test.h"
 
-#define CALL(name, dt, ...)                                                                        \
-    (dt == OPREG_DTYPE_F32   ? opreg__cpu_##name##_f32(__VA_ARGS__)                                \
-     : dt == OPREG_DTYPE_F16 ? opreg__cpu_##name##_f16(__VA_ARGS__)                                \
-                             : opreg__cpu_##name##_bf16(__VA_ARGS__))
-
 static int8_t ref_int8(float q) {
     if (isnan(q)) return 0;
     q = nearbyintf(q);
@@ -53,8 +48,8 @@ TEST(static_int8_and_fp8_exact) {
                 KT_FOR_EACH_ISA(isa) {
                     memset(o8, 0x55, (size_t)n);
                     memset(of, 0x55, (size_t)n);
-                    CALL(static_scaled_int8_quant, dt, o8, in, n, sc);
-                    CALL(static_scaled_fp8_quant, dt, of, in, n, sc);
+                    opreg__cpu_int8_static(isa, dt, o8, in, n, sc);
+                    opreg__cpu_fp8_static(isa, dt, of, in, n, sc);
                     if (!kt_check_bytes("static int8", isa, o8, w8, (size_t)n) ||
                         !kt_check_bytes("static fp8", isa, of, wf, (size_t)n)) {
                         fprintf(stderr, "  %s n %d scale %g\n", kt_dt_name(dt), (int)n, sc);
@@ -89,7 +84,7 @@ TEST(dynamic_int8_exact) {
             }
             KT_FOR_EACH_ISA(isa) {
                 memset(o, 0x55, (size_t)(rows * h));
-                CALL(dynamic_scaled_int8_quant, dt, o, sc, in, is, rows, h);
+                opreg__cpu_int8_dynamic(isa, dt, o, sc, in, is, rows, h);
                 CHECK(kt_check_bytes("dynamic int8", isa, o, w, (size_t)(rows * h)));
                 CHECK(
                     kt_check_bytes("dynamic int8 scales", isa, sc, wsc, sizeof *sc * (size_t)rows));
@@ -116,7 +111,7 @@ TEST(dynamic_fp8_exact) {
                 w[i] = ref_fp8((float)kt_ld(dt, in, i) * inv);
             KT_FOR_EACH_ISA(isa) {
                 float scale = 0.0f; /* the caller zeroes it */
-                CALL(dynamic_scaled_fp8_quant, dt, o, &scale, in, n);
+                opreg__cpu_fp8_dynamic(isa, dt, o, &scale, in, n);
                 CHECK(scale == wscale);
                 CHECK(kt_check_bytes("dynamic fp8", isa, o, w, (size_t)n));
             }
@@ -131,8 +126,8 @@ TEST(quant_fixed_points) {
     int8_t o8[5];
     uint8_t of[5];
     KT_FOR_EACH_ISA(isa) {
-        opreg__cpu_static_scaled_int8_quant_f32(o8, in, 5, 1.0f);
-        opreg__cpu_static_scaled_fp8_quant_f32(of, in, 5, 1.0f);
+        opreg__cpu_int8_static(isa, OPREG_DTYPE_F32, o8, in, 5, 1.0f);
+        opreg__cpu_fp8_static(isa, OPREG_DTYPE_F32, of, in, 5, 1.0f);
         CHECK_EQ_INT(o8[0], 0);
         CHECK_EQ_INT(o8[1], 2);
         CHECK_EQ_INT(o8[2], 127);
@@ -150,6 +145,5 @@ int main(void) {
     RUN(dynamic_int8_exact);
     RUN(dynamic_fp8_exact);
     RUN(quant_fixed_points);
-    opreg__cpu_set_isa_limit(OPREG__ISA_AVX512_BF16);
     return test_summary();
 }

@@ -1,6 +1,6 @@
 /* Helpers of the CPU kernel tests: dtype loads and stores through double,
  * seeded random data, per-dtype tolerances, and the loop over every ISA path
- * this CPU can run (opreg__cpu_set_isa_limit forces the lower ones). */
+ * this CPU can run (each kernel entry takes the path to run). */
 #ifndef OPREG_TEST_KERN_TEST_H
 #define OPREG_TEST_KERN_TEST_H
 
@@ -15,8 +15,7 @@
 static const int kt_float_dtypes[3] = { OPREG_DTYPE_F32, OPREG_DTYPE_F16, OPREG_DTYPE_BF16 };
 
 /* Every path up to the detected one; a failure names the path. */
-#define KT_FOR_EACH_ISA(isa)                                                                       \
-    for (int isa = 0; isa <= opreg__cpu_isa_detected() && opreg__cpu_set_isa_limit(isa) >= 0; isa++)
+#define KT_FOR_EACH_ISA(isa) for (int isa = 0; isa <= opreg__cpu_isa_detected(); isa++)
 
 static inline const char *kt_dt_name(int dt) {
     return dt == OPREG_DTYPE_F32 ? "f32" : dt == OPREG_DTYPE_F16 ? "f16" : "bf16";

@@ -4,11 +4,6 @@
  * x' = x cos_i - y sin_i, y' = y cos_i + x sin_i, rounded once to T. */
 #include "kern_test.h"
 
-#define CALL(dt, ...)                                                                              \
-    (dt == OPREG_DTYPE_F32   ? opreg__cpu_rotary_embedding_f32(__VA_ARGS__)                        \
-     : dt == OPREG_DTYPE_F16 ? opreg__cpu_rotary_embedding_f16(__VA_ARGS__)                        \
-                             : opreg__cpu_rotary_embedding_bf16(__VA_ARGS__))
-
 struct rope_case {
     int64_t tokens, nq, nk, head_size, rot_dim;
 };
@@ -51,8 +46,8 @@ static void check_case(int dt, struct rope_case c, bool neox, bool with_offsets,
     KT_FOR_EACH_ISA(isa) {
         void *q = kt_copy(dt, q0, nqe), *k = kt_copy(dt, k0, nke);
         bool ok;
-        CALL(dt, pos, with_offsets ? off : NULL, c.tokens, q, qs, c.nq, with_key ? k : NULL, ks,
-             c.nk, c.head_size, cache, c.rot_dim, neox);
+        opreg__cpu_rotary(isa, dt, pos, with_offsets ? off : NULL, c.tokens, q, qs, c.nq,
+                          with_key ? k : NULL, ks, c.nk, c.head_size, cache, c.rot_dim, neox);
         /* |x cos - y sin| may cancel: absolute error against |x| + |y| */
         ok = kt_check_close("rotary q", isa, dt, q, wq, nqe, 2.0) &&
              kt_check_close("rotary k", isa, dt, k, wk, nke, 2.0);
@@ -90,10 +85,12 @@ TEST(rotary_quarter_turn) {
     KT_FOR_EACH_ISA(isa) {
         float e[4] = { 1, 2, 3, 4 };
         memcpy(q, e, sizeof q);
-        opreg__cpu_rotary_embedding_f32(&pos, NULL, 1, q, 4, 1, NULL, 4, 0, 4, cache, 2, true);
+        opreg__cpu_rotary(isa, OPREG_DTYPE_F32, &pos, NULL, 1, q, 4, 1, NULL, 4, 0, 4, cache, 2,
+                          true);
         CHECK(q[0] == -2.0f && q[1] == 1.0f && q[2] == 3.0f && q[3] == 4.0f);
         memcpy(q, e, sizeof q);
-        opreg__cpu_rotary_embedding_f32(&pos, NULL, 1, q, 4, 1, NULL, 4, 0, 4, cache, 2, false);
+        opreg__cpu_rotary(isa, OPREG_DTYPE_F32, &pos, NULL, 1, q, 4, 1, NULL, 4, 0, 4, cache, 2,
+                          false);
         CHECK(q[0] == -2.0f && q[1] == 1.0f && q[2] == 3.0f && q[3] == 4.0f);
     }
 }
@@ -102,6 +99,5 @@ int main(void) {
     kt_report_isas("test_cpu_rotary");
     RUN(rotary_matches_reference);
     RUN(rotary_quarter_turn);
-    opreg__cpu_set_isa_limit(OPREG__ISA_AVX512_BF16);
     return test_summary();
 }
