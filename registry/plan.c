@@ -242,3 +242,51 @@ opreg_status opreg__plan_build(struct opreg__plan **out, const opreg_schema *sch
     *out = p;
     return OPREG_OK;
 }
+
+_Static_assert(OPREG__KIND_SCALAR == OPREG_ARG_KIND_SCALAR &&
+                   OPREG__KIND_UNSUPPORTED == OPREG_ARG_KIND_UNSUPPORTED,
+               "the plan's extra kinds are the public ones");
+
+/* The N of `int[N]` (or of its optional form), -1 for any other type. Read
+ * from the schema when asked: calls never need it. */
+static int64_t fixed_list_size(const opreg_type *t) {
+    if (opreg_type_get_kind(t) == OPREG_TYPE_OPTIONAL) t = opreg_type_element(t, 0);
+    return opreg_type_get_kind(t) == OPREG_TYPE_LIST ? opreg_type_list_size(t) : -1;
+}
+
+opreg_status opreg_op_arg_plan(opreg_arg_plan *out, const opreg_op *op, size_t index) {
+    if (!out || out->struct_size < sizeof out->struct_size)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_op_arg_plan: %s",
+                           out ? "out->struct_size is not set" : "out is NULL");
+    opreg_arg_plan r;
+    memset(&r, 0, sizeof r);
+    size_t size = out->struct_size < sizeof r ? out->struct_size : sizeof r;
+    opreg_status st = OPREG_OK;
+    const struct opreg__plan *p = op ? opreg__table_of(op)->plan : NULL;
+    if (!op) {
+        st = opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_op_arg_plan: op is NULL");
+    } else if (!p->defined) {
+        st = opreg__fail(OPREG_ERR_NOT_FOUND, "opreg_op_arg_plan: %s is not defined",
+                         opreg_op_name(op));
+    } else if (index >= p->nargs) {
+        st = opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                         "opreg_op_arg_plan: %s has %u arguments; there is no argument %zu",
+                         opreg_op_name(op), p->nargs, index);
+    } else {
+        const struct opreg__arg *a = &p->args[index];
+        r.kind = a->kind;
+        r.name = a->name;
+        r.type_text = a->type_text;
+        r.list_size = fixed_list_size(opreg_argument_type(opreg_schema_argument(p->schema, index)));
+        r.optional = a->optional;
+        r.elem_optional = a->elem_optional;
+        r.write = a->write;
+        r.kwarg_only = a->kwarg_only;
+        r.has_default = a->has_default;
+        r.default_value = a->has_default ? a->def : opreg_none();
+        r.schema = p->schema;
+    }
+    r.struct_size = (uint32_t)size;
+    memcpy(out, &r, size);
+    return st;
+}

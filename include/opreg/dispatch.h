@@ -100,6 +100,82 @@ OPREG_API opreg_kernel_kind opreg_op_kernel_kind(const opreg_op *op, opreg_dispa
 OPREG_API bool opreg_op_has_composite(const opreg_op *op);
 /// @}
 
+/// @name Argument plans
+///
+/// What each argument of an op accepts, as the registry worked it out when
+/// the op was defined and as opreg_call_boxed() checks values against it:
+/// a binding that converts its language's values reads this instead of
+/// walking the schema's types itself.
+/// @{
+
+/// Kinds that opreg_arg_plan::kind takes beyond ::opreg_value_kind.
+enum opreg_arg_kind {
+    /// `Scalar`: a value of kind ::OPREG_VALUE_INT, ::OPREG_VALUE_FLOAT or
+    /// ::OPREG_VALUE_BOOL.
+    OPREG_ARG_KIND_SCALAR = 100,
+    /// A type that no value can carry (`Dict(str, int)`, `Tensor[][]`): a
+    /// call is refused, naming the argument and its type.
+    OPREG_ARG_KIND_UNSUPPORTED = 101,
+};
+
+/// One argument of an op's plan, filled by opreg_op_arg_plan(). Members are
+/// only appended: the caller sets `struct_size`, and opreg fills only the
+/// members it covers, so a caller built against an older header keeps
+/// working.
+typedef struct opreg_arg_plan {
+    /// sizeof(opreg_arg_plan) as the caller compiled it; set before the call.
+    uint32_t struct_size;
+    /// The value kind expected: an ::opreg_value_kind for the type without
+    /// its `?` (`Tensor?[]` expects ::OPREG_VALUE_TENSOR_LIST), or an
+    /// ::opreg_arg_kind.
+    uint32_t kind;
+    /// The argument's name (owned by the registry).
+    const char *name;
+    /// Its type as opreg's messages print it, without alias annotations:
+    /// "Tensor?", "Tensor[]" (for `Tensor(a!)[]`), "int[2]" (owned by the
+    /// registry).
+    const char *type_text;
+    /// `int[N]` and the like, or their optional form: N; -1 for an unsized
+    /// list and for every other type.
+    int64_t list_size;
+    /// `T?`: ::OPREG_VALUE_NONE is accepted.
+    bool optional;
+    /// `Tensor?[]`: NULL items are accepted.
+    bool elem_optional;
+    /// `Tensor!`, `Tensor(a!)[]`: the op writes it, so a read-only tensor
+    /// (::OPREG_VALUE_READONLY) is refused.
+    bool write;
+    /// After `*` in the schema: passed by name only.
+    bool kwarg_only;
+    /// The schema gives a default that a call fills in when the argument
+    /// is missing (a default without a value form counts as none).
+    bool has_default;
+    /// That default, as a call passes it, when `has_default`; its payload
+    /// (a string, a list) is owned by the registry.
+    opreg_value default_value;
+    /// The definition this plan belongs to, as opreg_op_schema() gave it
+    /// when the plan was read: a caller that reads several arguments
+    /// compares it to know they all come from one definition.
+    const opreg_schema *schema;
+} opreg_arg_plan;
+
+/// Read argument @p index (in schema order) of the plan of @p op's current
+/// definition into @p out, whose `struct_size` the caller has set. No lock,
+/// no allocation. Everything @p out points to (the strings, the default's
+/// payload, the schema) is owned by the registry and lives as long as that
+/// definition: while the op stays defined by it, and after the op is
+/// withdrawn or defined again until opreg_registry_reclaim() or
+/// opreg_registry_destroy(), as opreg_op_schema()'s schema does. The number
+/// of arguments is opreg_schema_num_arguments() of that schema.
+/// @return ::OPREG_OK; ::OPREG_ERR_NOT_FOUND when the op is not defined;
+/// ::OPREG_ERR_INVALID_ARGUMENT for a NULL pointer, a `struct_size` below
+/// 4, or an index past the last argument. But for those first two, which
+/// leave @p out as it was, `struct_size` is left at the bytes filled (the
+/// smaller of the caller's and this version's), and on failure every other
+/// member those bytes cover is zero.
+OPREG_API opreg_status opreg_op_arg_plan(opreg_arg_plan *out, const opreg_op *op, size_t index);
+/// @}
+
 /// Call @p op with boxed arguments, validated against its schema: the arity;
 /// the type of each value (None for optionals, list element types); kwarg-only
 /// arguments given by name in @p kwargs (any argument may be); defaults

@@ -1,7 +1,18 @@
-/* The CPython extension `opreg._opreg`, built once against the limited API
- * of CPython 3.8 (Py_LIMITED_API, set by python/CMakeLists.txt), so that one
- * `_opreg.abi3.so` imports on every CPython from 3.8 on. Everything here
- * works on the process-default registry. Internal to the extension.
+/* Declarations shared by the files of the CPython extension `opreg._opreg`,
+ * built once against the limited API of CPython 3.8 (Py_LIMITED_API, set by
+ * python/CMakeLists.txt), so that one `_opreg.abi3.so` imports on every
+ * CPython from 3.8 on. Everything here works on the process-default
+ * registry. Internal to the extension (and to the benchmark module built
+ * from the same files, python/bench).
+ *
+ *   module.c      the module: its functions (queries, load_plugin) and init
+ *   op.c          the type Op and its attributes
+ *   plan.c        an op's argument plan, read from the registry
+ *   values.c      Python values to opreg values for one call, and returns back
+ *   call.c        the call path: binding the arguments, the call, explain
+ *   errors.c      opreg.Error and the text of messages
+ *   tensor_in.c   tensors passed in (DLPack, numpy's header)
+ *   tensor_out.c  opreg.Tensor, the tensors handed out
  *
  * The interpreter lock is held for all the state below (module-level
  * caches): the extension does not support free-threaded builds, which have
@@ -92,14 +103,130 @@ PyObject *opreg__py_tensor_wrap(DLTensor *t);
 /* The DLTensor of an opreg.Tensor (borrowed; lives with the object). */
 DLTensor *opreg__py_tensor_get(PyObject *obj);
 
-/* ---- ops ------------------------------------------------------------------ */
+/* ---- argument plans (plan.c) ------------------------------------------------ */
+
+/* One argument as the registry plans it (opreg_op_arg_plan()), with its
+ * name as an interned str, so that a keyword is found by identity. */
+typedef struct opreg__py_arg {
+    opreg_arg_plan p;
+    PyObject *pyname;
+} opreg__py_arg;
+
+/* What converting a call of one op needs: the op's handle (found once,
+ * valid for the registry's life) and the plans of its arguments, read for
+ * the definition `schema` (NULL, and no arguments, while the op is not
+ * defined: a call then reaches opreg's "not found" stub). */
+typedef struct opreg__py_plan {
+    const opreg_op *op;
+    const opreg_schema *schema;
+    uint32_t nargs;
+    uint32_t nreturns;
+    opreg__py_arg *args; /* nargs items, PyMem */
+} opreg__py_plan;
+
+/* Read the plan of plan->op's definition `s` (which may be NULL), replacing
+ * what `plan` held. -1 with an exception set, leaving it empty. */
+int opreg__py_plan_read(opreg__py_plan *plan, const opreg_schema *s);
+
+/* Release what a plan holds; it is empty afterwards (the op is kept). */
+void opreg__py_plan_clear(opreg__py_plan *plan);
+
+/* Make the plan that of the op's current definition: read again only when
+ * the definition changed (its library closed and the name defined again). */
+static inline int opreg__py_plan_current(opreg__py_plan *plan) {
+    const opreg_schema *s = opreg_op_schema(plan->op);
+    return s == plan->schema ? 0 : opreg__py_plan_read(plan, s);
+}
+
+/* ---- one call's values (values.c) ---------------------------------------------- */
+
+/* The most arguments an op can have (the registry refuses more at def). */
+#define OPREG__PY_MAX_ARGS 64
+/* Tensor arguments converted without an allocation. */
+#define OPREG__PY_INLINE_SLOTS 12
+
+struct opreg__py_slot_block;
+
+/* What the converted values of one call hold until it returns: tensor slots
+ * (inline, then in blocks), Python objects kept alive (the UTF-8 bytes of
+ * str values and keyword names, tuples of list items), and list arrays. */
+typedef struct opreg__py_frame {
+    opreg__py_tensor inline_slots[OPREG__PY_INLINE_SLOTS];
+    int ninline;
+    struct opreg__py_slot_block *blocks;
+    PyObject *keep[2 * OPREG__PY_MAX_ARGS];
+    int nkeep;
+    void *heap[2 * OPREG__PY_MAX_ARGS];
+    int nheap;
+    int64_t numel; /* elements of the call's tensors, together */
+} opreg__py_frame;
+
+/* Start an empty frame. */
+void opreg__py_frame_init(opreg__py_frame *f);
+
+/* Hold `o` (a new reference, stolen) until the frame is released. -1 with
+ * an exception set (and `o` released) when the frame is full. */
+int opreg__py_frame_keep(opreg__py_frame *f, PyObject *o);
+
+/* Release what the frame holds. */
+void opreg__py_frame_release(opreg__py_frame *f);
+
+/* opreg__py_frame_release() keeping a pending exception: a producer's
+ * deleter may run Python code. */
+void opreg__py_frame_release_keeping_error(opreg__py_frame *f);
+
+/* Convert one Python value `o` for argument `a` into `v`, holding what it
+ * needs in `f`. -1 with an exception set. `w` names it for messages. */
+int opreg__py_value_from(opreg__py_frame *f, const opreg_arg_plan *a, PyObject *o,
+                         const opreg__py_where *w, opreg_value *v);
+
+/* A call's returns as Python: None, the value, or a tuple. Returned tensors
+ * pass to the new objects; on failure those not yet passed are freed. */
+PyObject *opreg__py_returns_to(opreg_value *rets, uint32_t n);
+
+/* Free the returned tensors of rets[from, n). */
+void opreg__py_returns_free(opreg_value *rets, uint32_t from, uint32_t n);
+
+/* ---- calls (call.c) ------------------------------------------------------------ */
+
+/* The most returns a call converts. */
+#define OPREG__PY_MAX_RETS 16
+
+/* Everything one call needs, converted from Python. */
+typedef struct opreg__py_call {
+    opreg__py_frame f;
+    opreg_value vals[OPREG__PY_MAX_ARGS];
+    opreg_kwarg kw[OPREG__PY_MAX_ARGS];
+    size_t nargs;
+    size_t nkw;
+} opreg__py_call;
+
+/* Convert a call's arguments for `plan` (made current first). -1 with an
+ * exception set; release c->f either way. */
+int opreg__py_call_prepare(opreg__py_call *c, opreg__py_plan *plan, PyObject *args,
+                           PyObject *kwargs);
+
+/* Call the op: convert, one opreg_call_boxed(), the returns as Python. */
+PyObject *opreg__py_call_op(opreg__py_plan *plan, PyObject *args, PyObject *kwargs);
+
+/* opreg_explain_call() on the arguments as a call would convert them: the
+ * text, or NULL with an exception set. Nothing runs. */
+PyObject *opreg__py_explain_call(opreg__py_plan *plan, PyObject *args, PyObject *kwargs);
+
+/* ---- the module (module.c) ---------------------------------------------------- */
+
+/* The process-default registry, or NULL with opreg.Error set. */
+opreg_registry *opreg__py_registry(void);
+
+/* ---- ops (op.c) ------------------------------------------------------------------ */
 
 /* Create the type opreg._opreg.Op. -1 with an exception on failure. */
 int opreg__py_op_type_init(PyObject *module);
 
-/* ---- errors ------------------------------------------------------------------ */
+/* ---- errors (errors.c) ---------------------------------------------------------- */
 
-/* opreg.Error (a RuntimeError subclass), created at module init. */
+/* opreg.Error (a RuntimeError subclass), created by opreg._opreg's init
+ * (opreg._bench takes the same class from it). */
 extern PyObject *opreg__py_error;
 
 /* Raise opreg.Error for `status` with opreg's last error message, or with

@@ -1,81 +1,13 @@
-/* The module opreg._opreg: opreg.Error, the queries of the default registry
- * (list_ops, schema, is_op_supported, explain), load_plugin, and the types
- * Op and Tensor. The Python package `opreg` (python/opreg/__init__.py) builds
- * `opreg.ops.<namespace>.<op>` on top. */
+/* The module opreg._opreg: the queries of the default registry (list_ops,
+ * schema, is_op_supported, explain), load_plugin, version, and its init,
+ * which creates opreg.Error and the types Op and Tensor. The Python package
+ * `opreg` (python/opreg/__init__.py) builds `opreg.ops.<namespace>.<op>` on
+ * top. */
 #include "python/src/binding.h"
-
-#include <stdarg.h>
-#include <stdio.h>
-#include <string.h>
-
-PyObject *opreg__py_error;
-
-/* ---- errors ------------------------------------------------------------------- */
-
-static PyObject *raise_text(opreg_status status, const char *text) {
-    PyObject *msg = PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "replace");
-    PyObject *exc = msg ? PyObject_CallFunctionObjArgs(opreg__py_error, msg, NULL) : NULL;
-    Py_XDECREF(msg);
-    if (!exc) return NULL;
-    PyObject *code = PyLong_FromLong((long)status);
-    PyObject *name = PyUnicode_FromString(opreg_status_name(status));
-    if (code && name && PyObject_SetAttrString(exc, "status", code) == 0 &&
-        PyObject_SetAttrString(exc, "status_name", name) == 0)
-        PyErr_SetObject(opreg__py_error, exc);
-    Py_XDECREF(code);
-    Py_XDECREF(name);
-    Py_DECREF(exc);
-    return NULL;
-}
-
-PyObject *opreg__py_raise(opreg_status status, const char *fallback) {
-    const char *m = opreg_last_error();
-    if (!m || !*m) m = fallback ? fallback : opreg_status_str(status);
-    return raise_text(status, m);
-}
-
-PyObject *opreg__py_raisef(opreg_status status, const char *fmt, ...) {
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return raise_text(status, buf);
-}
-
-void opreg__py_where_text(const opreg__py_where *w, char *buf, size_t cap) {
-    if (w->item >= 0)
-        snprintf(buf, cap, "%s: argument '%s' (position %d) item %d", w->op, w->arg, w->position,
-                 w->item);
-    else
-        snprintf(buf, cap, "%s: argument '%s' (position %d)", w->op, w->arg, w->position);
-}
-
-void opreg__py_type_name(PyObject *obj, char *buf, size_t cap) {
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    PyObject *type = (PyObject *)Py_TYPE(obj);
-    PyObject *mod = PyObject_GetAttrString(type, "__module__");
-    PyObject *name = PyObject_GetAttrString(type, "__qualname__");
-    PyObject *m8 = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8String(mod) : NULL;
-    PyObject *n8 = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8String(name) : NULL;
-    const char *ms = m8 ? PyBytes_AsString(m8) : NULL;
-    const char *ns = n8 ? PyBytes_AsString(n8) : "?";
-    if (ms && strcmp(ms, "builtins") != 0)
-        snprintf(buf, cap, "%s.%s", ms, ns);
-    else
-        snprintf(buf, cap, "%s", ns);
-    Py_XDECREF(m8);
-    Py_XDECREF(n8);
-    Py_XDECREF(mod);
-    Py_XDECREF(name);
-    PyErr_Clear();
-    PyErr_Restore(et, ev, tb);
-}
 
 /* ---- queries -------------------------------------------------------------------- */
 
-static opreg_registry *registry(void) {
+opreg_registry *opreg__py_registry(void) {
     opreg_registry *reg = opreg_registry_default();
     if (!reg) opreg__py_raise(OPREG_ERR_INTERNAL, "the default registry could not be created");
     return reg;
@@ -105,7 +37,7 @@ static PyObject *py_is_op_supported(PyObject *m, PyObject *args, PyObject *kwarg
     PyObject *device = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|O:is_op_supported", names, &name, &device))
         return NULL;
-    opreg_registry *reg = registry();
+    opreg_registry *reg = opreg__py_registry();
     if (!reg) return NULL;
     DLDevice d;
     int has = parse_device(device, &d);
@@ -121,7 +53,7 @@ static PyObject *py_explain(PyObject *m, PyObject *args, PyObject *kwargs) {
     PyObject *device = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|O:explain", names, &name, &device))
         return NULL;
-    opreg_registry *reg = registry();
+    opreg_registry *reg = opreg__py_registry();
     if (!reg) return NULL;
     DLDevice d;
     int has = parse_device(device, &d);
@@ -135,7 +67,7 @@ static PyObject *py_explain(PyObject *m, PyObject *args, PyObject *kwargs) {
 static PyObject *py_list_ops(PyObject *m, PyObject *unused) {
     (void)m;
     (void)unused;
-    opreg_registry *reg = registry();
+    opreg_registry *reg = opreg__py_registry();
     if (!reg) return NULL;
     PyObject *list = PyList_New(0);
     size_t n = opreg_registry_num_ops(reg);
@@ -160,7 +92,7 @@ static PyObject *py_schema(PyObject *m, PyObject *args, PyObject *kwargs) {
     int torch = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$p:schema", names, &name, &torch))
         return NULL;
-    opreg_registry *reg = registry();
+    opreg_registry *reg = opreg__py_registry();
     if (!reg) return NULL;
     const opreg_op *op;
     opreg_status st = opreg_op_find(&op, reg, name);
@@ -196,46 +128,6 @@ static PyObject *py_load_plugin(PyObject *m, PyObject *args) {
     return PyUnicode_FromString(info.name);
 }
 
-/* A kernel that does nothing, for _define_bench_op(). */
-static opreg_status null_kernel(void *context, const opreg_op *op, const opreg_value *args,
-                                opreg_value *rets) {
-    (void)context;
-    (void)op;
-    (void)args;
-    (void)rets;
-    return OPREG_OK;
-}
-
-/* _define_bench_op() -> str: defines `_opreg_bench::rms_norm`, rms_norm's
- * schema with a CPU kernel that does nothing, once per process, and returns
- * its name. tools/bench_python.py calls it to measure what the binding and
- * the dispatcher cost without the kernel's work. */
-static PyObject *py_define_bench_op(PyObject *m, PyObject *unused) {
-    (void)m;
-    (void)unused;
-    static opreg_library *lib;
-    static const char *name = "_opreg_bench::rms_norm";
-    if (!lib) {
-        opreg_registry *reg = registry();
-        if (!reg) return NULL;
-        opreg_library *l;
-        opreg_status st = opreg_library_create(&l, reg, OPREG_LIBRARY_DEF, "_opreg_bench",
-                                               OPREG_KEY_CPU, __FILE__, __LINE__);
-        if (st == OPREG_OK)
-            st = opreg_library_def(
-                NULL, l, "rms_norm(Tensor! out, Tensor input, Tensor weight, float epsilon) -> ()");
-        if (st == OPREG_OK)
-            st = opreg_library_impl_fn(l, "rms_norm", OPREG_KEY_CPU, null_kernel, NULL);
-        if (st != OPREG_OK) {
-            PyObject *r = opreg__py_raise(st, NULL);
-            opreg_library_close(l);
-            return r;
-        }
-        lib = l; /* open for the life of the process */
-    }
-    return PyUnicode_FromString(name);
-}
-
 static PyObject *py_version(PyObject *m, PyObject *unused) {
     (void)m;
     (void)unused;
@@ -261,9 +153,6 @@ static PyMethodDef module_methods[] = {
       "registry;\n"
       "returns its name. Raises opreg.Error with the reason when it is refused." },
     { "version", py_version, METH_NOARGS, "version() -> str\nopreg's run-time version." },
-    { "_define_bench_op", py_define_bench_op, METH_NOARGS,
-      "_define_bench_op() -> str\n"
-      "Define _opreg_bench::rms_norm, whose CPU kernel does nothing (benchmarks)." },
     { NULL, NULL, 0, NULL },
 };
 
