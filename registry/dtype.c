@@ -1,4 +1,6 @@
-/* Dtypes and devices: DLPack codes, names, sizes, and device spellings. */
+/* Dtypes and devices: DLPack codes, names, sizes (from common/dtype_list.h),
+ * and device spellings. */
+#include "common/dtype_list.h"
 #include "registry/internal.h"
 
 #include <stdio.h>
@@ -13,21 +15,14 @@ struct dtype_info {
     const char *alias; /* another PyTorch spelling, or NULL */
 };
 
-static const struct dtype_info dtypes[] = {
-    { OPREG_DTYPE_F32, kDLFloat, 32, "f32", "float32", "float" },
-    { OPREG_DTYPE_F16, kDLFloat, 16, "f16", "float16", "half" },
-    { OPREG_DTYPE_BF16, kDLBfloat, 16, "bf16", "bfloat16", NULL },
-    { OPREG_DTYPE_F64, kDLFloat, 64, "f64", "float64", "double" },
-    { OPREG_DTYPE_I8, kDLInt, 8, "i8", "int8", NULL },
-    { OPREG_DTYPE_U8, kDLUInt, 8, "u8", "uint8", NULL },
-    { OPREG_DTYPE_I16, kDLInt, 16, "i16", "int16", "short" },
-    { OPREG_DTYPE_I32, kDLInt, 32, "i32", "int32", "int" },
-    { OPREG_DTYPE_I64, kDLInt, 64, "i64", "int64", "long" },
-    { OPREG_DTYPE_BOOL, OPREG_DL_BOOL, 8, "bool", "bool", NULL },
-    { OPREG_DTYPE_F8_E4M3FN, OPREG_DL_FLOAT8_E4M3FN, 8, "f8_e4m3fn", "float8_e4m3fn", NULL },
-    { OPREG_DTYPE_F8_E5M2, OPREG_DL_FLOAT8_E5M2, 8, "f8_e5m2", "float8_e5m2", NULL },
-};
+#define DTYPE_INFO(arg, D, CODE, BITS, NAME, TORCH, ALIAS)                                         \
+    { OPREG_DTYPE_##D, CODE, BITS, NAME, TORCH, ALIAS },
+static const struct dtype_info dtypes[] = { OPREG__DTYPE_LIST(DTYPE_INFO, 0) };
 #define NDTYPES (sizeof dtypes / sizeof dtypes[0])
+
+/* " f32 f16 ...", for opreg_dtype_from_name()'s message. */
+#define DTYPE_NAME(arg, D, CODE, BITS, NAME, TORCH, ALIAS) " " NAME
+static const char short_names[] = OPREG__DTYPE_LIST(DTYPE_NAME, 0);
 
 static const struct dtype_info *info_of(opreg_dtype dtype) {
     for (size_t i = 0; i < NDTYPES; i++)
@@ -78,9 +73,8 @@ opreg_status opreg_dtype_from_name(opreg_dtype *out, const char *name) {
         }
     }
     return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
-                       "unknown dtype '%s'; expected one of f32 f16 bf16 f64 i8 u8 i16 i32 i64 "
-                       "bool f8_e4m3fn f8_e5m2 (or PyTorch's names)",
-                       name);
+                       "unknown dtype '%s'; expected one of%s (or PyTorch's names)", name,
+                       short_names);
 }
 
 size_t opreg_dtype_size(opreg_dtype dtype) {

@@ -197,7 +197,7 @@ struct opreg_registry {
     struct opreg__kreg *fallback[OPREG_MAX_KEYS];
     struct opreg_library *libs;
     struct opreg__retired *retired;
-    struct opreg__plugin_list *plugins; /* plugin.c; under plugin_lock */
+    struct opreg__plugin_list *plugins; /* plugin_internal.h; under plugin_lock */
     pthread_mutex_t plugin_lock;        /* serialises loads and unloads */
     uint32_t next_id;
     /* Tables kept in reserve so that closing a library never allocates (see
@@ -323,7 +323,8 @@ extern _Atomic(int8_t) opreg__devmap[64];
 /* Bit k: key k's backend is available. */
 extern _Atomic uint32_t opreg__avail_mask;
 int32_t opreg__key_of_type_slow(int32_t device_type);
-/* Attach the built-in backends that attach themselves on first need (CUDA). */
+/* Attach the built-in keys' tables (opreg__builtin_keys(), once), before
+ * anything reads a table. */
 void opreg__keys_init(void);
 
 static inline int32_t opreg__key_of_type(int32_t device_type) {
@@ -343,7 +344,7 @@ void opreg__key_release(opreg_dispatch_key key, const char *why);
  * Neither allocates. */
 void opreg__key_unclaim(opreg_dispatch_key key, const char *why);
 
-/* ---- plugins (plugin.c) ----------------------------------------------------- */
+/* ---- plugins (plugin_load.c; the rest in plugin_internal.h) ----------------- */
 
 struct opreg__plugin_list;
 /* Unload every plugin of @p reg (registry destruction). */

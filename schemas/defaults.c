@@ -3,6 +3,7 @@
  * its text (`.`, `e`, `j`) and from the argument's "fake" type, enum-like
  * names become ints, and Device defaults are validated device strings. */
 #define _GNU_SOURCE
+#include "common/dtype_list.h"
 #include "schemas/internal.h"
 
 #include <errno.h>
@@ -67,36 +68,30 @@ static bool stoll(const char *s, int64_t *out) {
 
 /* ---- enum-like names ---------------------------------------------------------------- */
 
-/* c10::getStringToDtypeMap(): names and legacy names of ScalarType values. */
-static const struct {
+/* c10::getStringToDtypeMap(): names and legacy names of ScalarType values,
+ * in two tables. Those of opreg's dtypes come from common/dtype_list.h
+ * (their numbers are opreg_dtype's; ALIAS is NULL for a dtype with one
+ * spelling); the others are the ScalarTypes that opreg has no dtype for,
+ * which a schema's default may name all the same. */
+struct scalar_type_name {
     const char *name;
     int value;
-} dtype_names[] = {
-    { "uint8", 0 },
-    { "int8", 1 },
-    { "int16", 2 },
-    { "short", 2 },
-    { "int32", 3 },
-    { "int", 3 },
-    { "int64", 4 },
-    { "long", 4 },
-    { "float16", 5 },
-    { "half", 5 },
-    { "float32", 6 },
-    { "float", 6 },
-    { "float64", 7 },
-    { "double", 7 },
+};
+
+#define TORCH_NAMES(arg, D, CODE, BITS, NAME, TORCH, ALIAS)                                        \
+    { TORCH, OPREG_DTYPE_##D }, { ALIAS, OPREG_DTYPE_##D },
+static const struct scalar_type_name dtype_names[] = { OPREG__DTYPE_LIST(TORCH_NAMES, 0) };
+
+static const struct scalar_type_name other_names[] = {
     { "complex32", 8 },
     { "chalf", 8 },
     { "complex64", 9 },
     { "cfloat", 9 },
     { "complex128", 10 },
     { "cdouble", 10 },
-    { "bool", 11 },
     { "qint8", 12 },
     { "quint8", 13 },
     { "qint32", 14 },
-    { "bfloat16", 15 },
     { "quint4x2", 16 },
     { "quint2x4", 17 },
     { "bits1x8", 18 },
@@ -104,8 +99,6 @@ static const struct {
     { "bits4x2", 20 },
     { "bits8", 21 },
     { "bits16", 22 },
-    { "float8_e5m2", 23 },
-    { "float8_e4m3fn", 24 },
     { "float8_e5m2fnuz", 25 },
     { "float8_e4m3fnuz", 26 },
     { "uint16", 27 },
@@ -135,6 +128,15 @@ static bool is_possibly_optional_scalar_type(const opreg_type *t) {
 
 static bool text_is(const char *s, uint32_t n, const char *word) {
     return strlen(word) == n && memcmp(s, word, n) == 0;
+}
+
+/* The ScalarType named by the @p n bytes at @p s, or NULL. */
+static const struct scalar_type_name *scalar_type_named(const char *s, uint32_t n) {
+    for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
+        if (dtype_names[i].name && text_is(s, n, dtype_names[i].name)) return &dtype_names[i];
+    for (size_t i = 0; i < sizeof other_names / sizeof other_names[0]; i++)
+        if (text_is(s, n, other_names[i].name)) return &other_names[i];
+    return NULL;
 }
 
 /* ---- single constants and lists ------------------------------------------------------ */
@@ -184,12 +186,11 @@ static void single_constant(opreg__parser *p, int kind, const opreg_type *real, 
             }
         }
         if (is_possibly_optional_scalar_type(real)) {
-            for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++) {
-                if (text_is(s, t.len, dtype_names[i].name)) {
-                    v->u.i = dtype_names[i].value;
-                    v->spelling = dtype_names[i].name;
-                    return;
-                }
+            const struct scalar_type_name *named = scalar_type_named(s, t.len);
+            if (named) {
+                v->u.i = named->value;
+                v->spelling = named->name;
+                return;
             }
         }
         /* PyTorch reports this one at the token after the name. */

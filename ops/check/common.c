@@ -1,5 +1,6 @@
 /* The argument checks that every op's check is built from. Each failure sets
  * a message "<op>: argument '<arg>': <reason>" and returns its status. */
+#include "common/dtype_list.h"
 #include "ops/ops_internal.h"
 #include "opreg/backend.h"
 
@@ -7,25 +8,24 @@
 #include <stdio.h>
 
 /* By DLPack code and log2(bits / 8); -1 (OPREG__DT_NONE) where opreg has
- * no dtype. */
+ * no dtype. Built from common/dtype_list.h at compile time: cell i (code
+ * i / 4, log2(bits / 8) i % 4) sums 1 + the dtype of the row that has that
+ * code and size, 0 for each other row. */
+#define DL_LOG2_BYTES(bits)                                                                        \
+    ((bits) == 8 ? 0 : (bits) == 16 ? 1 : (bits) == 32 ? 2 : (bits) == 64 ? 3 : -1)
+#define DL_CELL_TERM(i, D, CODE, BITS, NAME, TORCH, ALIAS)                                         \
+    +((CODE)*4 + DL_LOG2_BYTES(BITS) == (i) ? OPREG_DTYPE_##D + 1 : 0)
+#define DL_CELL(i) (OPREG__DTYPE_LIST(DL_CELL_TERM, i) - 1)
+#define DL_ROW(c)                                                                                  \
+    { DL_CELL(4 * (c)), DL_CELL(4 * (c) + 1), DL_CELL(4 * (c) + 2), DL_CELL(4 * (c) + 3) }
 const int8_t opreg__dtype_table[16][4] = {
-    [kDLInt] = { OPREG_DTYPE_I8, OPREG_DTYPE_I16, OPREG_DTYPE_I32, OPREG_DTYPE_I64 },
-    [kDLUInt] = { OPREG_DTYPE_U8, -1, -1, -1 },
-    [kDLFloat] = { -1, OPREG_DTYPE_F16, OPREG_DTYPE_F32, OPREG_DTYPE_F64 },
-    [3] = { -1, -1, -1, -1 },
-    [kDLBfloat] = { -1, OPREG_DTYPE_BF16, -1, -1 },
-    [5] = { -1, -1, -1, -1 },
-    [OPREG_DL_BOOL] = { OPREG_DTYPE_BOOL, -1, -1, -1 },
-    [7] = { -1, -1, -1, -1 },
-    [8] = { -1, -1, -1, -1 },
-    [9] = { -1, -1, -1, -1 },
-    [OPREG_DL_FLOAT8_E4M3FN] = { OPREG_DTYPE_F8_E4M3FN, -1, -1, -1 },
-    [11] = { -1, -1, -1, -1 },
-    [OPREG_DL_FLOAT8_E5M2] = { OPREG_DTYPE_F8_E5M2, -1, -1, -1 },
-    [13] = { -1, -1, -1, -1 },
-    [14] = { -1, -1, -1, -1 },
-    [15] = { -1, -1, -1, -1 },
+    DL_ROW(0), DL_ROW(1), DL_ROW(2),  DL_ROW(3),  DL_ROW(4),  DL_ROW(5),  DL_ROW(6),  DL_ROW(7),
+    DL_ROW(8), DL_ROW(9), DL_ROW(10), DL_ROW(11), DL_ROW(12), DL_ROW(13), DL_ROW(14), DL_ROW(15),
 };
+/* Every dtype has a cell: a code below 16 and 1, 2, 4 or 8 bytes. */
+#define DL_CELL_CHECK(arg, D, CODE, BITS, NAME, TORCH, ALIAS)                                      \
+    _Static_assert((CODE) < 16 && DL_LOG2_BYTES(BITS) >= 0, "no cell for OPREG_DTYPE_" #D);
+OPREG__DTYPE_LIST(DL_CELL_CHECK, 0)
 
 static const char *dtype_name(int dt) {
     const char *n = dt == OPREG__DT_NONE ? NULL : opreg_dtype_name((opreg_dtype)dt);
