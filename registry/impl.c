@@ -78,15 +78,72 @@ static void warn_override(const struct opreg_op *op, const struct opreg__kreg *o
                opreg__kreg_where(old), opreg__kreg_where(r));
 }
 
-/* Push a registration onto its slot's stack and its library's list: the
- * last step of a registration, made once everything it needs is allocated. */
-static void push(struct opreg__kreg **slot, struct opreg__kreg *r) {
+/* Push a registration onto its slot's stack and its library's list, and
+ * report the registration it overrides (@p replaced, or none): the last step
+ * of a registration, made once everything it needs is allocated. */
+static void push(struct opreg__kreg **slot, struct opreg__kreg *r,
+                 const struct opreg__kreg *replaced) {
     r->id = r->lib->reg->next_id++;
     r->older = *slot;
     *slot = r;
     r->lib_next = r->lib->kregs;
     r->lib->kregs = r;
-    if (r->older) warn_override(r->op, r->older, r);
+    if (replaced) warn_override(r->op, replaced, r);
+}
+
+/* The step an impl and a provider share: the op's full name, a record
+ * made from @p proto (its kernel, key and, for a provider, its name and
+ * place), the registry's reserve and the op record, the limit on providers,
+ * then the push onto the key's stack and the new table. @p what ("impl",
+ * "provider") names the call in messages. Everything is allocated before
+ * anything changes, so a failure leaves the registry as it was. */
+static opreg_status add_kreg(struct opreg_library *lib, const char *name, const char *what,
+                             const struct opreg__kreg *proto) {
+    char buf[512];
+    size_t len = 0;
+    OPREG__TRY(opreg__lib_error(lib, full_name(buf, sizeof buf, &len, lib, name)));
+    struct opreg_registry *reg = lib->reg;
+    struct opreg__kreg *r = malloc(sizeof *r);
+    if (!r)
+        return opreg__lib_error(
+            lib, opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "%s %s: out of memory", what, buf));
+    *r = *proto;
+    r->lib = lib;
+    bool provider = r->pname[0] != '\0';
+    opreg__lock(reg);
+    struct opreg_op *op = NULL;
+    opreg_status st = opreg__spares_reserve(reg, 2);
+    if (st == OPREG_OK) st = opreg__op_get(&op, reg, buf, len);
+    if (st == OPREG_OK && r->key != OPREG_KEY_COMPOSITE &&
+        opreg__chain_items_with(op, r->key, provider ? r->pname : NULL) > OPREG_MAX_PROVIDERS)
+        st = opreg__fail(OPREG_ERR_UNSUPPORTED,
+                         "%s '%s' of %s: an op has at most %d providers over all its keys (an "
+                         "impl is one, 'default', on a key that has providers)",
+                         what, provider ? r->pname : "default", buf, OPREG_MAX_PROVIDERS);
+    if (st == OPREG_OK) {
+        r->op = op;
+        if (provider) {
+            /* The stack keeps every provider, newest first; a name registered
+             * again hides the older one (the chain takes the first of a
+             * name), and its override is reported like an impl's. */
+            struct opreg__kreg *same = op->prov[r->key];
+            while (same && strcmp(same->pname, r->pname) != 0)
+                same = same->older;
+            push(&op->prov[r->key], r, same);
+        } else {
+            struct opreg__kreg **slot =
+                r->key == OPREG_KEY_COMPOSITE ? &op->composite : &op->direct[r->key];
+            push(slot, r, *slot);
+        }
+        lib->nop_kregs++;
+        reg->nop_kregs++;
+        /* Before its def, the kernel waits on the op record. */
+        if (op->schema) opreg__op_publish(op);
+    } else {
+        free(r);
+    }
+    opreg__unlock(reg);
+    return opreg__lib_error(lib, st);
 }
 
 opreg_status opreg_library_impl(opreg_library *lib, const char *name, opreg_dispatch_key key,
@@ -98,42 +155,8 @@ opreg_status opreg_library_impl(opreg_library *lib, const char *name, opreg_disp
                            : !kernel ? "kernel"
                                      : "kernel->fn");
     OPREG__TRY(opreg__lib_error(lib, check_key(lib, &key, "impl")));
-    char buf[512];
-    size_t len = 0;
-    OPREG__TRY(opreg__lib_error(lib, full_name(buf, sizeof buf, &len, lib, name)));
-    struct opreg_registry *reg = lib->reg;
-    struct opreg__kreg *r = calloc(1, sizeof *r);
-    if (!r)
-        return opreg__lib_error(
-            lib, opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "impl %s: out of memory", buf));
-    r->k = *kernel;
-    r->lib = lib;
-    r->key = key;
-    opreg__lock(reg);
-    /* Everything is allocated before anything changes: the registration's
-     * share of the reserve (for its withdrawal) and the table published now,
-     * then the op record. A failure leaves the registry as it was. */
-    struct opreg_op *op = NULL;
-    opreg_status st = opreg__spares_reserve(reg, 2);
-    if (st == OPREG_OK) st = opreg__op_get(&op, reg, buf, len);
-    if (st == OPREG_OK && key != OPREG_KEY_COMPOSITE &&
-        opreg__chain_items_with(op, key, NULL) > OPREG_MAX_PROVIDERS)
-        st = opreg__fail(OPREG_ERR_UNSUPPORTED,
-                         "impl %s: an op has at most %d providers over all its keys (an impl "
-                         "is one, 'default', on a key that has providers)",
-                         buf, OPREG_MAX_PROVIDERS);
-    if (st == OPREG_OK) {
-        r->op = op;
-        push(key == OPREG_KEY_COMPOSITE ? &op->composite : &op->direct[key], r);
-        lib->nop_kregs++;
-        reg->nop_kregs++;
-        /* Before its def, the kernel waits on the op record. */
-        if (op->schema) opreg__op_publish(op);
-    } else {
-        free(r);
-    }
-    opreg__unlock(reg);
-    return opreg__lib_error(lib, st);
+    struct opreg__kreg proto = { .k = *kernel, .key = key };
+    return add_kreg(lib, name, "impl", &proto);
 }
 
 opreg_status opreg_library_impl_fn(opreg_library *lib, const char *name, opreg_dispatch_key key,
@@ -168,7 +191,7 @@ opreg_status opreg_library_fallback(opreg_library *lib, opreg_dispatch_key key,
     size_t share = lib->nfallbacks ? 0 : reg->ndefined;
     opreg_status st = opreg__spares_reserve(reg, share + reg->ndefined);
     if (st == OPREG_OK) {
-        push(&reg->fallback[key], r);
+        push(&reg->fallback[key], r, reg->fallback[key]);
         if (lib->nfallbacks++ == 0) reg->nfb_libs++;
         opreg__publish_all(reg);
     } else {
@@ -249,49 +272,12 @@ opreg_status opreg_library_provider(opreg_library *lib, const char *name, opreg_
             lib,
             opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
                         "provider '%s': the key must be a backend key, not Composite", p.name));
-    char buf[512];
-    size_t len = 0;
-    OPREG__TRY(opreg__lib_error(lib, full_name(buf, sizeof buf, &len, lib, name)));
-    struct opreg_registry *reg = lib->reg;
-    struct opreg__kreg *r = calloc(1, sizeof *r);
-    if (!r)
-        return opreg__lib_error(
-            lib, opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "provider %s: out of memory", buf));
-    r->k = p.kernel;
-    r->lib = lib;
-    r->key = key;
-    snprintf(r->pname, sizeof r->pname, "%s", p.name);
-    if (p.anchor) snprintf(r->anchor, sizeof r->anchor, "%s", p.anchor);
-    r->supports = p.supports;
-    r->place = (uint8_t)p.place;
-    r->priority = p.priority;
-    opreg__lock(reg);
-    struct opreg_op *op = NULL;
-    opreg_status st = opreg__spares_reserve(reg, 2);
-    if (st == OPREG_OK) st = opreg__op_get(&op, reg, buf, len);
-    if (st == OPREG_OK && opreg__chain_items_with(op, key, r->pname) > OPREG_MAX_PROVIDERS)
-        st = opreg__fail(OPREG_ERR_UNSUPPORTED,
-                         "provider '%s' of %s: an op has at most %d providers over all its keys",
-                         r->pname, buf, OPREG_MAX_PROVIDERS);
-    if (st == OPREG_OK) {
-        r->op = op;
-        struct opreg__kreg *same = op->prov[key];
-        while (same && strcmp(same->pname, r->pname) != 0)
-            same = same->older;
-        /* The stack keeps every provider, newest first; a name registered
-         * again hides the older one (the chain takes the first of a name). */
-        r->id = reg->next_id++;
-        r->older = op->prov[key];
-        op->prov[key] = r;
-        r->lib_next = lib->kregs;
-        lib->kregs = r;
-        if (same) warn_override(op, same, r);
-        lib->nop_kregs++;
-        reg->nop_kregs++;
-        if (op->schema) opreg__op_publish(op);
-    } else {
-        free(r);
-    }
-    opreg__unlock(reg);
-    return opreg__lib_error(lib, st);
+    struct opreg__kreg proto = { .k = p.kernel,
+                                 .key = key,
+                                 .supports = p.supports,
+                                 .place = (uint8_t)p.place,
+                                 .priority = p.priority };
+    snprintf(proto.pname, sizeof proto.pname, "%s", p.name);
+    if (p.anchor) snprintf(proto.anchor, sizeof proto.anchor, "%s", p.anchor);
+    return add_kreg(lib, name, "provider", &proto);
 }

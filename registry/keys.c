@@ -1,18 +1,15 @@
 /* Dispatch keys: the process-wide list of backends, the map from DLPack
  * device types to keys, and availability.
  *
- * The built-in keys are initialised statically, so the call path never waits
- * for an init. This file is the one place that names the built-in backends
- * (backends/cpu, backends/meta); CUDA's table is attached by the CUDA backend
- * with opreg_key_attach_backend() and is a stub until then. Keys are only
- * appended: a slot is filled, then key_count is published (release). */
+ * The built-in keys (CPU, CUDA, Meta, Reference) exist from the start, with
+ * their names, device types and the call path's availability bits
+ * initialised statically, so the call path never waits for an init. Their
+ * tables are attached by the code that assembles the built-ins
+ * (builtins/builtins.c, through opreg__builtin_keys()) before any table is
+ * read: this file names no backend. Keys are only appended: a slot is
+ * filled, then key_count is published (release). */
+#include "registry/builtins.h"
 #include "registry/internal.h"
-
-#include "backends/cpu/cpu_backend.h"
-#include "backends/meta/meta_backend.h"
-#ifdef OPREG_HAVE_CUDA
-#include "backends/cuda/cuda_internal.h"
-#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,19 +25,27 @@ static bool name_eq(const char *a, const char *b) {
     }
 }
 
-static bool cuda_stub_available(void *context, char *why, size_t cap) {
+static bool unattached_available(void *context, char *why, size_t cap) {
     (void)context;
-    if (why && cap) snprintf(why, cap, "opreg was built without the CUDA backend");
+    if (why && cap) snprintf(why, cap, "no backend is attached to this key");
     return false;
 }
 
-static const opreg_backend cuda_stub = {
-    .struct_size = sizeof(opreg_backend),
-    .abi_version = OPREG_BACKEND_ABI_VERSION,
-    .name = "cuda",
-    .device_type = kDLCUDA,
-    .is_available = cuda_stub_available,
+/* A built-in key before its table is attached: the name and the device type
+ * that lookups by name and by device read, and nothing to call. */
+#define UNATTACHED(n, type)                                                                        \
+    {                                                                                              \
+        .struct_size = sizeof(opreg_backend), .abi_version = OPREG_BACKEND_ABI_VERSION, .name = n, \
+        .device_type = type, .is_available = unattached_available,                                 \
+    }
+static const opreg_backend unattached[] = {
+    [OPREG_KEY_CPU] = UNATTACHED("cpu", kDLCPU),
+    [OPREG_KEY_CUDA] = UNATTACHED("cuda", kDLCUDA),
+    [OPREG_KEY_META] = UNATTACHED("meta", OPREG_DEVICE_META),
+    [OPREG_KEY_REFERENCE] = UNATTACHED("reference", kDLCPU),
 };
+#undef UNATTACHED
+#define BUILTIN_KEYS ((int)(sizeof unattached / sizeof unattached[0]))
 
 struct key_slot {
     char display[32];
@@ -65,14 +70,14 @@ struct plugin_table {
 };
 
 static struct key_slot keys[OPREG_MAX_KEYS] = {
-    [OPREG_KEY_CPU] = { .display = "CPU", .backend = &opreg__cpu_backend },
+    [OPREG_KEY_CPU] = { .display = "CPU", .backend = &unattached[OPREG_KEY_CPU] },
     [OPREG_KEY_CUDA] = { .display = "CUDA",
-                         .backend = &cuda_stub,
-                         .why = "opreg was built without the CUDA backend" },
-    [OPREG_KEY_META] = { .display = "Meta", .backend = &opreg__meta_backend },
-    [OPREG_KEY_REFERENCE] = { .display = "Reference", .backend = &opreg__reference_backend },
+                         .backend = &unattached[OPREG_KEY_CUDA],
+                         .why = "no backend is attached to this key" },
+    [OPREG_KEY_META] = { .display = "Meta", .backend = &unattached[OPREG_KEY_META] },
+    [OPREG_KEY_REFERENCE] = { .display = "Reference", .backend = &unattached[OPREG_KEY_REFERENCE] },
 };
-static _Atomic int key_count = 4;
+static _Atomic int key_count = BUILTIN_KEYS;
 static pthread_mutex_t key_lock = PTHREAD_MUTEX_INITIALIZER;
 
 _Atomic(int8_t) opreg__devmap[64] = {
@@ -293,17 +298,24 @@ void opreg__key_unclaim(opreg_dispatch_key key, const char *why) {
     pthread_mutex_unlock(&key_lock);
 }
 
+opreg_status opreg__key_attach(opreg_dispatch_key key, const opreg_backend *backend) {
+    if (key < 0 || key >= BUILTIN_KEYS)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "key %d is not a built-in key", (int)key);
+    OPREG__TRY(check_table(backend));
+    pthread_mutex_lock(&key_lock);
+    fill_slot(key, backend);
+    pthread_mutex_unlock(&key_lock);
+    return OPREG_OK;
+}
+
 opreg_status opreg_key_attach_backend(opreg_dispatch_key key, const opreg_backend *backend) {
     if (key != OPREG_KEY_CUDA)
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
                            "opreg_key_attach_backend: key %d is not a built-in key without a "
                            "backend (only CUDA is)",
                            (int)key);
-    OPREG__TRY(check_table(backend));
-    pthread_mutex_lock(&key_lock);
-    fill_slot(key, backend);
-    pthread_mutex_unlock(&key_lock);
-    return OPREG_OK;
+    opreg__keys_init(); /* a later attach of the built-ins must not undo this one */
+    return opreg__key_attach(key, backend);
 }
 
 opreg_status opreg_key_find(opreg_dispatch_key *out, const char *name) {
@@ -347,13 +359,13 @@ opreg_dispatch_key opreg_key_of_device(DLDevice device) {
     return k == OPREG__KEY_UNKNOWN ? OPREG_KEY_NONE : k;
 }
 
-/* The CUDA backend attaches its table on first need: here, for the queries
+static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
+
+/* The built-in tables are attached on first need: here, for the queries
  * that a program may make before it creates a registry, and when a registry
  * is created (opreg_registry_create). */
 void opreg__keys_init(void) {
-#ifdef OPREG_HAVE_CUDA
-    opreg__cuda_attach();
-#endif
+    pthread_once(&builtins_once, opreg__builtin_keys);
 }
 
 const opreg_backend *opreg_key_backend(opreg_dispatch_key key) {

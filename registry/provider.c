@@ -440,17 +440,18 @@ opreg_status opreg__check_args(const opreg_op *op, const opreg_value *args, size
     return st;
 }
 
-static const char *verdict_word(opreg_provider_verdict v) {
-    switch (v) {
+const char *opreg_provider_verdict_name(opreg_provider_verdict verdict) {
+    switch (verdict) {
     case OPREG_PROVIDER_RUNS:
         return "runs";
     case OPREG_PROVIDER_DECLINED:
         return "declined";
     case OPREG_PROVIDER_DISABLED:
         return "disabled";
-    default:
+    case OPREG_PROVIDER_NOT_REACHED:
         return "not reached";
     }
+    return "unknown";
 }
 
 /* Fill @p out's providers for key @p k of table @p t (under the lock). */
@@ -492,7 +493,8 @@ static void explain_text(opreg_call_explanation *out, const char *head) {
     for (size_t i = 0; i < out->nproviders; i++) {
         const opreg_provider_info *pi = &out->providers[i];
         appendf(out->message, cap, &used, "\n  %zu. %-14s %s%s%s  [%s]", i + 1, pi->name,
-                verdict_word(pi->verdict), pi->reason[0] ? ": " : "", pi->reason, pi->where);
+                opreg_provider_verdict_name(pi->verdict), pi->reason[0] ? ": " : "", pi->reason,
+                pi->where);
     }
 }
 

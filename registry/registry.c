@@ -1,43 +1,12 @@
 /* The registry handle: creation, destruction, the retire list, and the
- * process-default registry with its built-in libraries. */
+ * process-default registry, made with the built-in libraries
+ * (opreg__builtin_libraries(), above the registry). */
+#include "registry/builtins.h"
 #include "registry/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The built-in libraries that the process-default registry opens, in order:
- * X(init) with `opreg_status init(opreg_registry *, opreg_library **)`, the
- * function that OPREG_LIBRARY / OPREG_LIBRARY_IMPL define. The op catalogue
- * adds its libraries here (e.g. X(opreg_library_init__C)). Calling them from
- * here is what keeps them in a static link. */
-#define OPREG_BUILTIN_LIBRARIES(X)                                                                 \
-    X(opreg_library_init__C)                                                                       \
-    X(opreg_library_impl_init__C_REFERENCE)                                                        \
-    X(opreg_library_impl_init__C_META)                                                             \
-    X(opreg_library_impl_init__C_CPU)                                                              \
-    OPREG_BUILTIN_CUDA_LIBRARIES(X)
-
-/* The CUDA kernels of the catalogue, when the CUDA backend is built
- * (OPREG_HAVE_CUDA, set by CMake when nvcc is found). */
-#ifdef OPREG_HAVE_CUDA
-#define OPREG_BUILTIN_CUDA_LIBRARIES(X) X(opreg_library_impl_init__C_CUDA)
-#else
-#define OPREG_BUILTIN_CUDA_LIBRARIES(X)
-#endif
-
-#define X(init)                  OPREG_DECLARE_INIT(init);
-#define OPREG_DECLARE_INIT(init) opreg_status init(opreg_registry *reg, opreg_library **out)
-OPREG_BUILTIN_LIBRARIES(X)
-#undef X
-
-typedef opreg_status (*builtin_init)(opreg_registry *reg, opreg_library **out);
-static const builtin_init builtins[] = {
-#define X(init) init,
-    OPREG_BUILTIN_LIBRARIES(X)
-#undef X
-        NULL,
-};
 
 void opreg__lock(const struct opreg_registry *reg) {
     pthread_mutex_lock((pthread_mutex_t *)&reg->lock);
@@ -148,8 +117,7 @@ static opreg_status default_status;
 static void create_default(void) {
     opreg_registry *reg = NULL;
     opreg_status st = opreg_registry_create(&reg);
-    for (size_t i = 0; st == OPREG_OK && builtins[i]; i++)
-        st = builtins[i](reg, NULL);
+    if (st == OPREG_OK) st = opreg__builtin_libraries(reg);
     if (st != OPREG_OK) {
         default_status = st;
         snprintf(default_error, sizeof default_error, "default registry: %s", opreg_last_error());

@@ -1,5 +1,5 @@
-/* The CPU backend's table, linked into the registry's built-in key list
- * (registry/keys.c is the one place that names built-in backends). */
+/* The tables of the CPU and Reference keys, attached by builtins/builtins.c
+ * (the one place that names the built-in backends). */
 #ifndef OPREG_BACKENDS_CPU_BACKEND_H
 #define OPREG_BACKENDS_CPU_BACKEND_H
 

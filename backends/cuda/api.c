@@ -36,9 +36,6 @@ void *opreg__cuda_current_stream(int device) {
 /* The backend's availability, as a status naming @p fn. */
 static opreg_status require_cuda(const char *fn, int device) {
     char why[200];
-#ifdef OPREG_HAVE_CUDA
-    opreg__cuda_attach();
-#endif
     if (!opreg_key_is_available(OPREG_KEY_CUDA, why, sizeof why))
         return opreg__fail(OPREG_ERR_BACKEND_UNAVAILABLE, "%s: the CUDA backend is unavailable: %s",
                            fn, why);

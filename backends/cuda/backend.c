@@ -1,12 +1,12 @@
 /* The CUDA backend table: availability (a driver and a device), the device
- * count, a stream-ordered device allocator, the current stream and
- * synchronisation; and the mapping of CUDA errors to opreg statuses. */
+ * count, a stream-ordered device allocator, the current stream,
+ * synchronisation and copies to and from the host; and the mapping of CUDA
+ * errors to opreg statuses. */
 #include "backends/cuda/cuda_internal.h"
 #include "common/internal.h"
 #include "opreg/cuda.h"
 
 #include <cuda_runtime_api.h>
-#include <pthread.h>
 #include <stdio.h>
 
 opreg_status opreg__cuda_status(int err, const char *op, const char *call) {
@@ -118,7 +118,36 @@ static opreg_status cuda_synchronize(void *context, int device_id) {
     return opreg_cuda_synchronize(device_id);
 }
 
-static const opreg_backend cuda_backend = {
+/* Host to device and back, for programs that build their data on the host
+ * (the tool's inputs): queued on the device's current stream and waited
+ * for, so the caller's host memory may be reused when the copy returns. */
+static opreg_status cuda_copy(void *dst, const void *src, size_t bytes, int device_id,
+                              const char *what) {
+    int prev;
+    cudaStream_t stream = (cudaStream_t)opreg__cuda_current_stream(device_id);
+    if (bytes == 0) return OPREG_OK;
+    OPREG__TRY(opreg__cuda_enter(device_id, &prev, what));
+    opreg_status st = opreg__cuda_status(
+        (int)cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), what, "cudaMemcpyAsync");
+    if (st == OPREG_OK)
+        st = opreg__cuda_status((int)cudaStreamSynchronize(stream), what, "cudaStreamSynchronize");
+    opreg__cuda_leave(device_id, prev);
+    return st;
+}
+
+static opreg_status cuda_copy_to_device(void *context, void *dst, size_t dst_offset,
+                                        const void *src, size_t bytes, int device_id) {
+    (void)context;
+    return cuda_copy((char *)dst + dst_offset, src, bytes, device_id, "cuda copy to device");
+}
+
+static opreg_status cuda_copy_to_host(void *context, void *dst, const void *src, size_t src_offset,
+                                      size_t bytes, int device_id) {
+    (void)context;
+    return cuda_copy(dst, (const char *)src + src_offset, bytes, device_id, "cuda copy to host");
+}
+
+const opreg_backend opreg__cuda_backend = {
     .struct_size = sizeof(opreg_backend),
     .abi_version = OPREG_BACKEND_ABI_VERSION,
     .name = "cuda",
@@ -129,17 +158,9 @@ static const opreg_backend cuda_backend = {
     .free = cuda_free,
     .current_stream = cuda_current_stream,
     .synchronize = cuda_synchronize,
+    .copy_to_device = cuda_copy_to_device,
+    .copy_to_host = cuda_copy_to_host,
 };
-
-static pthread_once_t attach_once = PTHREAD_ONCE_INIT;
-
-static void attach(void) {
-    (void)opreg_key_attach_backend(OPREG_KEY_CUDA, &cuda_backend);
-}
-
-void opreg__cuda_attach(void) {
-    pthread_once(&attach_once, attach);
-}
 
 opreg_status opreg__cuda_bad_dtype(const char *op, int dt) {
     return opreg__fail(OPREG_ERR_INTERNAL, "%s: the CUDA kernel has no variant for dtype %d", op,

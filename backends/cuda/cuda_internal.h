@@ -18,9 +18,9 @@ extern "C" {
 
 /* ---- backend.c ---- */
 
-/* Attach the CUDA backend table to OPREG_KEY_CUDA (once; later calls do
- * nothing). Availability is decided then: a driver and at least one device. */
-void opreg__cuda_attach(void);
+/* The CUDA backend's table, attached to OPREG_KEY_CUDA by
+ * builtins/builtins.c. Available with a driver and at least one device. */
+extern const opreg_backend opreg__cuda_backend;
 
 /* The opreg status of a CUDA error code (a cudaError_t): OPREG_OK for
  * cudaSuccess; OPREG_ERR_OUT_OF_MEMORY for an allocation failure; otherwise

@@ -121,6 +121,11 @@ typedef enum opreg_provider_verdict {
     OPREG_PROVIDER_NOT_REACHED = 3, ///< after the one that runs
 } opreg_provider_verdict;
 
+/// The word for @p verdict that explanations print: "runs", "declined",
+/// "disabled" or "not reached"; "unknown" for a value outside the enum. A
+/// static string, not to be freed.
+OPREG_API const char *opreg_provider_verdict_name(opreg_provider_verdict verdict);
+
 /// One provider of an explained call.
 typedef struct opreg_provider_info {
     char name[OPREG_PROVIDER_NAME_MAX + 1]; ///< the provider's name

@@ -6,7 +6,19 @@
  * devices, NULL data, overlap) and works on Meta tensors.
  * opreg__check_<op>_data() also reads index tensors (slots, blocks,
  * positions, expert ids), which must be in host memory; kernels that can
- * read them call it before writing anything. Neither writes to a tensor. */
+ * read them call it before writing anything. Neither writes to a tensor.
+ *
+ * Where the checks run (the one statement of this contract): the kernel
+ * registered under a key checks the call once, before anything below it
+ * runs. Meta's kernel is opreg__check_<op>(); CPU's (backends/cpu/
+ * register.c) runs it, the host-memory check and opreg__check_<op>_data();
+ * CUDA's (backends/cuda/register.c) runs it and the device checks. What
+ * they call takes checked arguments and checks nothing again: the SIMD and
+ * portable CPU kernels, oneDNN's primitives, the CUDA launchers. The
+ * reference kernels (ops/ref/) are the one exception: as the oracle that
+ * the tests call directly, each checks its own arguments, so the Reference
+ * key registers them unwrapped, and the CPU's `reference` provider (the
+ * paged attention sizes that no fast kernel covers) checks twice. */
 #ifndef OPREG_OPS_CHECK_H
 #define OPREG_OPS_CHECK_H
 

@@ -1,6 +1,6 @@
 /* Registration of the op catalogue: the `_C` definitions and the kernels of
  * each backend. The default registry runs the init functions declared here
- * (registry/registry.c lists them); a program with its own registry calls
+ * (builtins/builtins.c lists them); a program with its own registry calls
  * them itself. Not installed. */
 #ifndef OPREG_OPS_REGISTER_CATALOGUE_H
 #define OPREG_OPS_REGISTER_CATALOGUE_H
@@ -41,45 +41,11 @@ OPREG_DECLARE_LIBRARY_IMPL(_C, CPU);
         return expr;                                                                               \
     }
 
-/* Every op but linear, with the argument list its check (opreg__check_<op>)
- * and its reference kernel (opreg__ref_<op>) take, unpacked from `args` in
- * schema order: X(op, (arguments)). One table serves the Meta, Reference and
- * CPU registrations. */
-#define OPREG__CATALOGUE_OPS(X)                                                                    \
-    X(rms_norm, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_F(3)))              \
-    X(fused_add_rms_norm, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_F(3)))    \
-    X(silu_and_mul, (OPREG__ARG_T(0), OPREG__ARG_T(1)))                                            \
-    X(gelu_and_mul, (OPREG__ARG_T(0), OPREG__ARG_T(1)))                                            \
-    X(gelu_tanh_and_mul, (OPREG__ARG_T(0), OPREG__ARG_T(1)))                                       \
-    X(gelu_new, (OPREG__ARG_T(0), OPREG__ARG_T(1)))                                                \
-    X(gelu_fast, (OPREG__ARG_T(0), OPREG__ARG_T(1)))                                               \
-    X(gelu_quick, (OPREG__ARG_T(0), OPREG__ARG_T(1)))                                              \
-    X(rotary_embedding, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_I(3),       \
-                         OPREG__ARG_T(4), OPREG__ARG_B(5)))                                        \
-    X(batched_rotary_embedding,                                                                    \
-      (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_I(3), OPREG__ARG_T(4),        \
-       OPREG__ARG_B(5), OPREG__ARG_I(6), OPREG__ARG_T(7)))                                         \
-    X(reshape_and_cache, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_T(3),      \
-                          OPREG__ARG_T(4), OPREG__ARG_S(5), OPREG__ARG_F(6)))                      \
-    X(reshape_and_cache_flash, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2),                 \
-                                OPREG__ARG_T(3), OPREG__ARG_T(4), OPREG__ARG_S(5)))                \
-    X(copy_blocks, (OPREG__ARG_TL(0), OPREG__ARG_TL_LEN(0), OPREG__ARG_TL(1),                      \
-                    OPREG__ARG_TL_LEN(1), OPREG__ARG_T(2)))                                        \
-    X(swap_blocks, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2)))                            \
-    X(static_scaled_fp8_quant, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2)))                \
-    X(dynamic_scaled_fp8_quant, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2)))               \
-    X(static_scaled_int8_quant, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2)))               \
-    X(dynamic_scaled_int8_quant, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2)))              \
-    X(moe_align_block_size, (OPREG__ARG_T(0), OPREG__ARG_I(1), OPREG__ARG_I(2), OPREG__ARG_T(3),   \
-                             OPREG__ARG_T(4), OPREG__ARG_T(5)))                                    \
-    X(topk_softmax, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_T(3)))          \
-    X(paged_attention_v1,                                                                          \
-      (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_T(3), OPREG__ARG_I(4),        \
-       OPREG__ARG_F(5), OPREG__ARG_T(6), OPREG__ARG_T(7), OPREG__ARG_I(8), OPREG__ARG_I(9),        \
-       OPREG__ARG_OPT_T(10), OPREG__ARG_S(11), OPREG__ARG_F(12), OPREG__ARG_I(13),                 \
-       OPREG__ARG_I(14), OPREG__ARG_I(15), OPREG__ARG_I(16), OPREG__ARG_I(17)))                    \
-    X(cutlass_scaled_mm, (OPREG__ARG_T(0), OPREG__ARG_T(1), OPREG__ARG_T(2), OPREG__ARG_T(3),      \
-                          OPREG__ARG_T(4), OPREG__ARG_OPT_T(5)))
+/* The argument lists of the catalogue's ops, OPREG__ARGS_<op>, and the
+ * table of the ops that return nothing, OPREG__CATALOGUE_OPS(X) with
+ * X(op, (arguments)), are generated from the schemas into the build folder:
+ * include "catalogue_args.h" (ops/register/gen_args.c writes it). One table
+ * serves the Meta, Reference, CPU and CUDA registrations. */
 
 /* Kernels that call a function of the table with the op's arguments:
  * OPREG__TABLE_KERNEL(prefix, function_prefix, op, arguments). */

@@ -4,6 +4,7 @@
  * shape. Checks that read index tensors (slots, blocks) need data, so Meta
  * runs only the checks on shapes, dtypes and devices. */
 #include "ops/check/check.h"
+#include "catalogue_args.h"
 #include "ops/register/catalogue.h"
 
 #define META_KERNEL(op, arglist) OPREG__TABLE_KERNEL(meta, opreg__check_, op, arglist)

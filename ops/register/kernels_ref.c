@@ -1,6 +1,7 @@
 /* The Reference key: each op's portable reference kernel (ops/ref/), which
  * runs the op's checks first. Chosen with opreg_call_boxed_key(). */
 #include "ops/ref/ref.h"
+#include "catalogue_args.h"
 #include "ops/register/catalogue.h"
 
 #define REF_KERNEL(op, arglist) OPREG__TABLE_KERNEL(ref, opreg__ref_, op, arglist)

@@ -2,8 +2,8 @@
 # tests/docs/test_layers.py must fail on a copy of the sources with five
 # plants, and name each: an include that crosses a layer, one from the
 # OpenCL plugin into libopreg's internals, one that climbs out of its folder
-# by a relative path, a folder of sources with no row, and an exception of
-# the doc whose include is gone. Includes in comments are no plants.
+# by a relative path, a folder of sources with no row, and an exception in
+# the doc that matches no include. Includes in comments are no plants.
 #   layers_catches.sh SOURCE_DIR WORK_DIR
 set -eu
 src=$1 work=$2
@@ -23,8 +23,16 @@ printf '%s\n' '#include "common/internal.h"' > "$work/backends/opencl/planted.c"
 printf '%s\n' '#include "../../../registry/internal.h"' > "$work/backends/cpu/kernels/planted.h"
 mkdir -p "$work/backends/vulkan"
 printf '%s\n' '#include "opreg/backend.h"' > "$work/backends/vulkan/vulkan_backend.c"
-grep -q '^#include "backends/meta/meta_backend.h"$' "$work/registry/keys.c"
-sed -i '/^#include "backends\/meta\/meta_backend.h"$/d' "$work/registry/keys.c"
+# An exception in the doc's block for an include that no file has.
+python3 - "$work/docs/architecture.md" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+start = s.index("```layers")
+end = s.index("```", start + 3)
+s = s[:end] + "registry/keys.c -> backends/meta/meta_backend.h\n" + s[end:]
+open(p, "w").write(s)
+PY
 
 if out=$(python3 "$src/tests/docs/test_layers.py" "$work"); then
   printf '%s\n' "$out"; echo "FAIL: the check passed the plants"; exit 1
