@@ -1,6 +1,6 @@
 /* The activations of the catalogue in float, as the CUDA kernels compute
  * them (OPREG_HD: host and device). The reference kernels compute in
- * double; tests/cuda/test_cuda_math.c compares these functions with the
+ * double; tests/backends/cuda/test_cuda_math.c compares these functions with the
  * reference on the CPU over a wide range of inputs, so the formulas of the
  * GPU kernels are tested where no GPU is present. */
 #ifndef OPREG_OPS_ACT_MATH_H

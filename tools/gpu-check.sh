@@ -127,7 +127,7 @@ if [ $built -eq 0 ]; then
     for t in test_cuda_backend test_cuda_ops test_cuda_bad_inputs; do
       echo "---- $t"
       "$OPREG_SANITIZER" --tool memcheck --error-exitcode 99 --leak-check no \
-        "$OPREG_GPU_BUILD/tests/cuda/$t" || rc=1
+        "$OPREG_GPU_BUILD/tests/backends/cuda/$t" || rc=1
     done
     exit $rc'
 

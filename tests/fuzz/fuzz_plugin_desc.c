@@ -491,7 +491,7 @@ static opreg_plugin_desc *make_desc(plugin_mem *m) {
 static bool avail[OPREG_MAX_KEYS];
 static int nkeys;
 
-/* The registry as a text, as tests/plugin/plugin_test.h's registry_listing
+/* The registry as a text, as tests/registry/plugin/plugin_test.h's registry_listing
  * writes it, but over the keys of the last snapshot_keys() only (a plugin's
  * key stays after its init failed, docs/plugins.md, and shows the composite
  * kernels as registered for it too), and without the reason of a key that

@@ -24,7 +24,7 @@
 #include "common/fault.h"
 #include "opreg/opreg.h"
 #include "opreg/plugin.h"
-#include "plugin/plugin_test.h"
+#include "registry/plugin/plugin_test.h"
 #include "test.h"
 
 #include <dirent.h>

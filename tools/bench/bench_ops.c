@@ -1,0 +1,334 @@
+/* The ops suite: the catalogue's memory-bound ops and GEMMs called through
+ * the registry (opreg_call_boxed on CPU tensors), each beside an anchor
+ * measured in the same run: a STREAM triad for GB/s, and the raw oneDNN
+ * matmul primitive on the same shape for linear's GFLOP/s. Sizes move at
+ * least 64 MiB a call, well beyond the caches.
+ *
+ * Each case runs ROUNDS rounds of one anchor call then one op call, and
+ * reports the best of each: on a shared machine the bandwidth on offer
+ * drifts over seconds, and a ratio of two figures taken side by side holds
+ * where one triad at the start would not. */
+#include "opreg/opreg.h"
+#include "tools/bench/bench.h"
+#include "tools/cmd/op_inputs.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROUNDS 10
+
+/* a[i] = b[i] + s * c[i] over 16 Mi floats: 3 x 64 MiB, threaded like the
+ * kernels. Bytes: two reads and one write, as STREAM counts them. */
+struct triad {
+    float *a, *b, *c;
+    size_t n;
+};
+
+static int triad_init(struct triad *t) {
+    t->n = (size_t)16 << 20;
+    t->a = malloc(t->n * sizeof(float));
+    t->b = malloc(t->n * sizeof(float));
+    t->c = malloc(t->n * sizeof(float));
+    if (!t->a || !t->b || !t->c) {
+        free(t->a), free(t->b), free(t->c);
+        return -1;
+    }
+    float *a = t->a, *b = t->b, *c = t->c;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < (long)t->n; i++)
+        a[i] = 0, b[i] = 1.0f, c[i] = 2.0f;
+    return 0;
+}
+
+/* One triad; its GB/s. */
+static double triad_run(const struct triad *t) {
+    float *a = t->a;
+    const float *b = t->b, *c = t->c;
+    uint64_t t0 = bench_now_ns();
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < (long)t->n; i++)
+        a[i] = b[i] + 3.0f * c[i];
+    double secs = (double)(bench_now_ns() - t0) / 1e9;
+    volatile float sink = a[t->n / 2];
+    (void)sink;
+    return 3.0 * (double)t->n * sizeof(float) / secs / 1e9;
+}
+
+static void triad_free(struct triad *t) {
+    free(t->a), free(t->b), free(t->c);
+}
+
+/* The memory-bound cases: op, dtype, sizes, and the arguments that the op
+ * both reads and writes (counted twice in the bytes moved). */
+static const struct mem_case {
+    const char *name; /* the case's name in the output */
+    const char *op;
+    opreg_dtype dtype;
+    const char *shape;
+    const char *read_write[2];
+} mem_cases[] = {
+    { "rms_norm_bf16", "_C::rms_norm", OPREG_DTYPE_BF16, "tokens=8192,hidden=4096", { 0 } },
+    { "rms_norm_f32", "_C::rms_norm", OPREG_DTYPE_F32, "tokens=4096,hidden=4096", { 0 } },
+    { "fused_add_rms_norm_bf16",
+      "_C::fused_add_rms_norm",
+      OPREG_DTYPE_BF16,
+      "tokens=8192,hidden=4096",
+      { "input", "residual" } },
+    { "silu_and_mul_bf16", "_C::silu_and_mul", OPREG_DTYPE_BF16, "tokens=4096,hidden=4096", { 0 } },
+    { "silu_and_mul_f32", "_C::silu_and_mul", OPREG_DTYPE_F32, "tokens=2048,hidden=4096", { 0 } },
+    { "rotary_embedding_bf16",
+      "_C::rotary_embedding",
+      OPREG_DTYPE_BF16,
+      "tokens=16384,heads=32,kv_heads=8,head_size=128",
+      { "query", "key" } },
+    { "static_scaled_int8_quant_bf16",
+      "_C::static_scaled_int8_quant",
+      OPREG_DTYPE_BF16,
+      "tokens=8192,hidden=4096",
+      { 0 } },
+    { "static_scaled_int8_quant_f32",
+      "_C::static_scaled_int8_quant",
+      OPREG_DTYPE_F32,
+      "tokens=4096,hidden=4096",
+      { 0 } },
+};
+
+static size_t tensor_bytes(const opreg_value *v) {
+    if (v->kind == OPREG_VALUE_TENSOR && v->u.tensor) return opreg_tensor_nbytes(v->u.tensor);
+    size_t n = 0;
+    if (v->kind == OPREG_VALUE_TENSOR_LIST)
+        for (size_t i = 0; i < v->u.tensors.len; i++)
+            n += v->u.tensors.items[i] ? opreg_tensor_nbytes(v->u.tensors.items[i]) : 0;
+    return n;
+}
+
+/* One op's inputs, built once and called many times. */
+struct op_case {
+    const opreg_op *op;
+    op_inputs *in;
+    size_t bytes; /* moved by one call: read + written */
+};
+
+/* Build the inputs; -1 (after a message) when the case cannot run. */
+static int op_case_open(struct op_case *c, const char *name, const char *opname, opreg_dtype dtype,
+                        const char *shape_text, const char *const *rw) {
+    op_shape shape;
+    char err[256];
+    memset(c, 0, sizeof *c);
+    if (opreg_op_find(&c->op, opreg_registry_default(), opname) != OPREG_OK) {
+        fprintf(stderr, "opreg bench ops: %s: %s\n", name, opreg_last_error());
+        return -1;
+    }
+    if (op_shape_parse(&shape, shape_text, err, sizeof err) != 0 ||
+        op_inputs_build(&c->in, c->op, (int)dtype, &shape, 7, err, sizeof err) != OPREG_OK) {
+        fprintf(stderr, "opreg bench ops: %s: %s\n", name, err);
+        return -1;
+    }
+    const opreg_schema *s = opreg_op_schema(c->op);
+    for (size_t i = 0; i < op_inputs_nargs(c->in); i++) {
+        const char *arg = opreg_argument_name(opreg_schema_argument(s, i));
+        size_t b = tensor_bytes(&op_inputs_args(c->in)[i]);
+        c->bytes += b;
+        for (int k = 0; k < 2; k++)
+            if (rw[k] && strcmp(rw[k], arg) == 0) c->bytes += b;
+    }
+    return 0;
+}
+
+/* One call; its seconds, or -1 (after a message) when it failed. */
+static double op_case_call(struct op_case *c, const char *name) {
+    op_inputs_clear_rets(c->in);
+    uint64_t t0 = bench_now_ns();
+    opreg_status st = opreg_call_boxed(c->op, op_inputs_args(c->in), op_inputs_nargs(c->in), NULL,
+                                       0, op_inputs_rets(c->in), op_inputs_nrets(c->in));
+    double dt = (double)(bench_now_ns() - t0) / 1e9;
+    if (st != OPREG_OK) {
+        fprintf(stderr, "opreg bench ops: %s: %s\n", name, opreg_last_error());
+        return -1;
+    }
+    return dt;
+}
+
+static void op_case_close(struct op_case *c) {
+    if (c->in) op_inputs_clear_rets(c->in);
+    op_inputs_free(c->in);
+}
+
+/* The raw oneDNN matmul on input [m,k] x weight [n,k]^T, as linear runs it. */
+struct raw_matmul {
+    dnnl_engine_t eng;
+    dnnl_stream_t stream;
+    dnnl_primitive_desc_t pd;
+    dnnl_primitive_t prim;
+    dnnl_memory_t mem[3];
+};
+
+static void raw_close(struct raw_matmul *r) {
+    for (int i = 0; i < 3; i++)
+        dnnl_memory_destroy(r->mem[i]);
+    dnnl_primitive_destroy(r->prim);
+    dnnl_primitive_desc_destroy(r->pd);
+    dnnl_stream_destroy(r->stream);
+    dnnl_engine_destroy(r->eng);
+    memset(r, 0, sizeof *r);
+}
+
+/* 0, or -1 when oneDNN has no implementation for the dtype here. */
+static int raw_open(struct raw_matmul *r, dnnl_data_type_t dt, int64_t m, int64_t n, int64_t k) {
+    dnnl_memory_desc_t a_md, b_md, c_md;
+    dnnl_dims_t a_dims = { m, k }, b_dims = { k, n }, c_dims = { m, n };
+    dnnl_matmul_desc_t md;
+    memset(r, 0, sizeof *r);
+    if (dnnl_engine_create(&r->eng, dnnl_cpu, 0) != dnnl_success ||
+        dnnl_stream_create(&r->stream, r->eng, dnnl_stream_default_flags) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&a_md, 2, a_dims, dt, dnnl_ab) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&b_md, 2, b_dims, dt, dnnl_ba) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&c_md, 2, c_dims, dt, dnnl_ab) != dnnl_success ||
+        dnnl_matmul_desc_init(&md, &a_md, &b_md, NULL, &c_md) != dnnl_success ||
+        dnnl_primitive_desc_create(&r->pd, &md, NULL, r->eng, NULL) != dnnl_success ||
+        dnnl_primitive_create(&r->prim, r->pd) != dnnl_success) {
+        raw_close(r);
+        return -1;
+    }
+    const dnnl_memory_desc_t *mds[3] = { &a_md, &b_md, &c_md };
+    for (int i = 0; i < 3; i++) {
+        void *p;
+        if (dnnl_memory_create(&r->mem[i], mds[i], r->eng, DNNL_MEMORY_ALLOCATE) != dnnl_success ||
+            dnnl_memory_get_data_handle(r->mem[i], &p) != dnnl_success) {
+            raw_close(r);
+            return -1;
+        }
+        memset(p, 0x3c, dnnl_memory_desc_get_size(mds[i])); /* small finite values */
+    }
+    return 0;
+}
+
+/* One execution; its seconds, or -1. */
+static double raw_run(struct raw_matmul *r) {
+    dnnl_exec_arg_t args[3] = { { DNNL_ARG_SRC, r->mem[0] },
+                                { DNNL_ARG_WEIGHTS, r->mem[1] },
+                                { DNNL_ARG_DST, r->mem[2] } };
+    uint64_t t0 = bench_now_ns();
+    if (dnnl_primitive_execute(r->prim, r->stream, 3, args) != dnnl_success ||
+        dnnl_stream_wait(r->stream) != dnnl_success)
+        return -1;
+    return (double)(bench_now_ns() - t0) / 1e9;
+}
+
+static double min_pos(double best, double t) {
+    return t > 0 && (best <= 0 || t < best) ? t : best;
+}
+
+static void gemm_cases(const struct bench_ctx *ctx) {
+    static const struct {
+        const char *name, *raw_name;
+        opreg_dtype dtype;
+        dnnl_data_type_t dnnl;
+    } cases[] = { { "linear_bf16", "onednn_matmul_bf16", OPREG_DTYPE_BF16, dnnl_bf16 },
+                  { "linear_f32", "onednn_matmul_f32", OPREG_DTYPE_F32, dnnl_f32 } };
+    const int64_t m = 512, n = 4096, k = 4096;
+    const double flop = 2.0 * (double)m * (double)n * (double)k;
+    char shape[96];
+    snprintf(shape, sizeof shape, "tokens=%lld,hidden=%lld,out_features=%lld,bias=0", (long long)m,
+             (long long)k, (long long)n);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *none[2] = { NULL, NULL };
+        struct op_case oc;
+        struct raw_matmul raw;
+        double best_op = 0, best_raw = 0;
+        bool op_ok =
+            op_case_open(&oc, cases[c].name, "_C::linear", cases[c].dtype, shape, none) == 0;
+        bool raw_ok = raw_open(&raw, cases[c].dnnl, m, n, k) == 0;
+        /* round 0 warms both: caches, page faults, primitive creation */
+        for (int r = 0; r <= ROUNDS && (op_ok || raw_ok); r++) {
+            bench_progress(ctx, "ops %s: round %d of %d", cases[c].name, r, ROUNDS);
+            double tr = raw_ok ? raw_run(&raw) : -1,
+                   to = op_ok ? op_case_call(&oc, cases[c].name) : -1;
+            if (raw_ok && tr < 0) raw_ok = false;
+            if (op_ok && to < 0) op_ok = false;
+            if (r > 0) best_raw = min_pos(best_raw, tr), best_op = min_pos(best_op, to);
+        }
+        op_case_close(&oc);
+        raw_close(&raw);
+        double op_gflops = op_ok && best_op > 0 ? flop / best_op / 1e9 : 0;
+        double raw_gflops = raw_ok && best_raw > 0 ? flop / best_raw / 1e9 : 0;
+        if (ctx->progress) fputs("\r\033[K", stderr);
+        if (ctx->json) {
+            printf("{\"suite\":\"ops\",\"case\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
+                   "\"gflops\":%.1f,\"of_raw\":%.3f}\n",
+                   cases[c].name, (long long)m, (long long)n, (long long)k, op_gflops,
+                   raw_gflops > 0 ? op_gflops / raw_gflops : 0);
+            printf("{\"suite\":\"ops\",\"case\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
+                   "\"gflops\":%.1f,\"available\":%s}\n",
+                   cases[c].raw_name, (long long)m, (long long)n, (long long)k, raw_gflops,
+                   raw_gflops > 0 ? "true" : "false");
+        } else if (raw_gflops > 0) {
+            printf("ops     %-32s %8.1f GFLOP/s  %4.2f of %s (%.1f GFLOP/s)\n", cases[c].name,
+                   op_gflops, op_gflops / raw_gflops, cases[c].raw_name, raw_gflops);
+        } else {
+            printf("ops     %-32s %8.1f GFLOP/s  (oneDNN has no %s primitive on this CPU)\n",
+                   cases[c].name, op_gflops, cases[c].raw_name);
+        }
+        fflush(stdout);
+    }
+}
+
+int bench_ops(const struct bench_ctx *ctx) {
+    if (ctx->device && strncmp(ctx->device, "cuda", 4) == 0) return bench_ops_cuda(ctx);
+    if (!opreg_registry_default()) {
+        fprintf(stderr, "opreg bench ops: %s\n", opreg_last_error());
+        return 1;
+    }
+    struct triad tr;
+    if (triad_init(&tr) != 0) {
+        fprintf(stderr, "opreg bench ops: out of memory for the triad's 192 MiB\n");
+        return 1;
+    }
+    /* The run's triad, printed first: the best of its own rounds. Each case
+     * reports the triad measured beside it too. */
+    double triad = 0;
+    triad_run(&tr); /* warm */
+    for (int r = 0; r < ROUNDS; r++) {
+        bench_progress(ctx, "ops stream_triad: round %d of %d", r + 1, ROUNDS);
+        double g = triad_run(&tr);
+        if (g > triad) triad = g;
+    }
+    if (ctx->progress) fputs("\r\033[K", stderr);
+    if (ctx->json)
+        printf("{\"suite\":\"ops\",\"case\":\"stream_triad\",\"gb_per_s\":%.2f}\n", triad);
+    else
+        printf("ops     %-32s %8.2f GB/s\n", "stream_triad", triad);
+    fflush(stdout);
+    for (size_t c = 0; c < sizeof mem_cases / sizeof mem_cases[0]; c++) {
+        const struct mem_case *mc = &mem_cases[c];
+        struct op_case oc;
+        double best = 0, case_triad = 0;
+        bool ok = op_case_open(&oc, mc->name, mc->op, mc->dtype, mc->shape, mc->read_write) == 0;
+        for (int r = 0; ok && r <= ROUNDS; r++) {
+            bench_progress(ctx, "ops %s: round %d of %d", mc->name, r, ROUNDS);
+            double g = triad_run(&tr), t = op_case_call(&oc, mc->name);
+            if (t < 0) ok = false;
+            if (r == 0) continue; /* warms caches, page faults, threads */
+            if (g > case_triad) case_triad = g;
+            best = min_pos(best, t);
+        }
+        op_case_close(&oc);
+        if (ctx->progress) fputs("\r\033[K", stderr);
+        double gbs = ok && best > 0 ? (double)oc.bytes / best / 1e9 : 0;
+        double ratio = case_triad > 0 ? gbs / case_triad : 0;
+        if (ctx->json)
+            printf("{\"suite\":\"ops\",\"case\":\"%s\",\"bytes\":%zu,\"gb_per_s\":%.2f,"
+                   "\"of_triad\":%.2f,\"triad_gb_per_s\":%.2f}\n",
+                   mc->name, oc.bytes, gbs, ratio, case_triad);
+        else
+            printf("ops     %-32s %8.2f GB/s  %4.2f of the triad (%.1f GB/s beside it; %zu MiB a "
+                   "call)\n",
+                   mc->name, gbs, ratio, case_triad, oc.bytes >> 20);
+        fflush(stdout);
+    }
+    triad_free(&tr);
+    gemm_cases(ctx);
+    return 0;
+}
