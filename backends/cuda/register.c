@@ -68,30 +68,42 @@ static opreg_status on_device(const char *op, const opreg_tensor *dev, const opr
     return st;
 }
 
-/* CUDA_KERNEL(op, i, "name") { body }: the kernel cuda_<op> runs the op's
- * shared checks, refuses argument i ("name") unless it is a CUDA tensor, and
- * runs the body on that tensor's device, with `args` and `stream`. */
-#define CUDA_KERNEL(op, dev_arg, dev_name)                                                         \
-    static opreg_status launch_##op(const opreg_value *args, void *stream);                        \
-    static opreg_status cuda_##op(void *context, const opreg_op *o, const opreg_value *args,       \
-                                  opreg_value *rets) {                                             \
-        (void)context, (void)o, (void)rets;                                                        \
-        OPREG__TRY(check_##op(args));                                                              \
-        OPREG__TRY(chk_cuda("_C::" #op, dev_name, TS(dev_arg)));                                   \
-        return on_device("_C::" #op, TS(dev_arg), args, launch_##op);                              \
-    }                                                                                              \
-    static opreg_status launch_##op(const opreg_value *args, void *stream)
+/* What the CUDA kernel of one op needs besides the launch: the op's name
+ * for messages, its shared check, and the argument whose device the launch
+ * runs on (refused unless it is a CUDA tensor). */
+struct cuda_op {
+    const char *name;     /* "rms_norm": the name it is registered under */
+    const char *qualname; /* "_C::rms_norm": the name messages give */
+    opreg_status (*check)(const opreg_value *args);
+    int dev_arg;          /* position of the tensor that picks the device */
+    const char *dev_name; /* its name in the schema */
+    opreg_status (*launch)(const opreg_value *args, void *stream);
+};
+
+/* The kernel of every op in the table below: the shared checks, then the
+ * device of its tensor argument, then the launch on that device's current
+ * stream. @p context is the op's struct cuda_op. */
+static opreg_status cuda_kernel(void *context, const opreg_op *o, const opreg_value *args,
+                                opreg_value *rets) {
+    const struct cuda_op *c = context;
+    (void)o, (void)rets;
+    OPREG__TRY(c->check(args));
+    OPREG__TRY(chk_cuda(c->qualname, c->dev_name, TS(c->dev_arg)));
+    return on_device(c->qualname, TS(c->dev_arg), args, c->launch);
+}
+
+/* Each launch_<op> takes checked arguments and runs on the current device. */
 
 /* ---- norms ---- */
 
-CUDA_KERNEL(rms_norm, 1, "input") {
+static opreg_status launch_rms_norm(const opreg_value *args, void *stream) {
     const opreg_tensor *out = TS(0), *in = TS(1), *w = TS(2);
     opreg__row_layout r = opreg__rows_of(in);
     return opreg__cuda_rms_norm(opreg__ptr(out), opreg__ptr(in), r.stride, opreg__ptr(w), r.n,
                                 r.width, (float)FV(3), opreg__dtype_of(in), stream);
 }
 
-CUDA_KERNEL(fused_add_rms_norm, 0, "input") {
+static opreg_status launch_fused_add_rms_norm(const opreg_value *args, void *stream) {
     const opreg_tensor *in = TS(0), *res = TS(1), *w = TS(2);
     opreg__row_layout r = opreg__rows_of(in);
     return opreg__cuda_fused_add_rms_norm(opreg__ptr(in), r.stride, opreg__ptr(res), opreg__ptr(w),
@@ -100,26 +112,38 @@ CUDA_KERNEL(fused_add_rms_norm, 0, "input") {
 
 /* ---- activations ---- */
 
-#define GATED(op)                                                                                  \
-    CUDA_KERNEL(op, 1, "input") {                                                                  \
-        opreg__row_layout ro = opreg__rows_of(TS(0));                                              \
-        return opreg__cuda_##op(opreg__ptr(TS(0)), opreg__ptr(TS(1)), ro.n, ro.width,              \
-                                opreg__dtype_of(TS(1)), stream);                                   \
-    }
-GATED(silu_and_mul)
-GATED(gelu_and_mul)
-GATED(gelu_tanh_and_mul)
-#undef GATED
+static opreg_status launch_silu_and_mul(const opreg_value *args, void *stream) {
+    opreg__row_layout ro = opreg__rows_of(TS(0));
+    return opreg__cuda_silu_and_mul(opreg__ptr(TS(0)), opreg__ptr(TS(1)), ro.n, ro.width,
+                                    opreg__dtype_of(TS(1)), stream);
+}
 
-#define ELEMENTWISE(op)                                                                            \
-    CUDA_KERNEL(op, 1, "input") {                                                                  \
-        return opreg__cuda_##op(opreg__ptr(TS(0)), opreg__ptr(TS(1)), opreg__numel(TS(1)),         \
-                                opreg__dtype_of(TS(1)), stream);                                   \
-    }
-ELEMENTWISE(gelu_new)
-ELEMENTWISE(gelu_fast)
-ELEMENTWISE(gelu_quick)
-#undef ELEMENTWISE
+static opreg_status launch_gelu_and_mul(const opreg_value *args, void *stream) {
+    opreg__row_layout ro = opreg__rows_of(TS(0));
+    return opreg__cuda_gelu_and_mul(opreg__ptr(TS(0)), opreg__ptr(TS(1)), ro.n, ro.width,
+                                    opreg__dtype_of(TS(1)), stream);
+}
+
+static opreg_status launch_gelu_tanh_and_mul(const opreg_value *args, void *stream) {
+    opreg__row_layout ro = opreg__rows_of(TS(0));
+    return opreg__cuda_gelu_tanh_and_mul(opreg__ptr(TS(0)), opreg__ptr(TS(1)), ro.n, ro.width,
+                                         opreg__dtype_of(TS(1)), stream);
+}
+
+static opreg_status launch_gelu_new(const opreg_value *args, void *stream) {
+    return opreg__cuda_gelu_new(opreg__ptr(TS(0)), opreg__ptr(TS(1)), opreg__numel(TS(1)),
+                                opreg__dtype_of(TS(1)), stream);
+}
+
+static opreg_status launch_gelu_fast(const opreg_value *args, void *stream) {
+    return opreg__cuda_gelu_fast(opreg__ptr(TS(0)), opreg__ptr(TS(1)), opreg__numel(TS(1)),
+                                 opreg__dtype_of(TS(1)), stream);
+}
+
+static opreg_status launch_gelu_quick(const opreg_value *args, void *stream) {
+    return opreg__cuda_gelu_quick(opreg__ptr(TS(0)), opreg__ptr(TS(1)), opreg__numel(TS(1)),
+                                  opreg__dtype_of(TS(1)), stream);
+}
 
 /* ---- rotary ---- */
 
@@ -145,12 +169,12 @@ static opreg__cuda_rotary_args rotary_args(const opreg_value *args, const opreg_
     return a;
 }
 
-CUDA_KERNEL(rotary_embedding, 1, "query") {
+static opreg_status launch_rotary_embedding(const opreg_value *args, void *stream) {
     opreg__cuda_rotary_args a = rotary_args(args, NULL);
     return opreg__cuda_rotary_embedding(&a, stream);
 }
 
-CUDA_KERNEL(batched_rotary_embedding, 1, "query") {
+static opreg_status launch_batched_rotary_embedding(const opreg_value *args, void *stream) {
     opreg__cuda_rotary_args a = rotary_args(args, TS(7));
     return opreg__cuda_batched_rotary_embedding(&a, stream);
 }
@@ -179,7 +203,7 @@ static opreg__cuda_cache_args cache_args(const opreg_value *args) {
     return a;
 }
 
-CUDA_KERNEL(reshape_and_cache, 0, "key") {
+static opreg_status launch_reshape_and_cache(const opreg_value *args, void *stream) {
     opreg__cuda_cache_args a = cache_args(args);
     const opreg_tensor *kc = TS(2);
     a.x = kc->shape[4];
@@ -189,7 +213,7 @@ CUDA_KERNEL(reshape_and_cache, 0, "key") {
     return opreg__cuda_reshape_and_cache(&a, stream);
 }
 
-CUDA_KERNEL(reshape_and_cache_flash, 0, "key") {
+static opreg_status launch_reshape_and_cache_flash(const opreg_value *args, void *stream) {
     opreg__cuda_cache_args a = cache_args(args);
     const opreg_tensor *kc = TS(2);
     a.block_size = kc->shape[1];
@@ -208,7 +232,7 @@ static int64_t block_step(const opreg_tensor *t) {
 
 #define MAX_LAYERS 1024
 
-CUDA_KERNEL(copy_blocks, 2, "block_mapping") {
+static opreg_status launch_copy_blocks(const opreg_value *args, void *stream) {
     const opreg_tensor *const *kc = OPREG__ARG_TL(0), *const *vc = OPREG__ARG_TL(1);
     size_t layers = OPREG__ARG_TL_LEN(0);
     void *kp[MAX_LAYERS], *vp[MAX_LAYERS];
@@ -270,17 +294,25 @@ static opreg_status cuda_swap_blocks(void *context, const opreg_op *o, const opr
 
 /* ---- quantisation ---- */
 
-#define STATIC_QUANT(op)                                                                           \
-    CUDA_KERNEL(op, 1, "input") {                                                                  \
-        return opreg__cuda_##op(opreg__ptr(TS(0)), opreg__ptr(TS(1)), opreg__numel(TS(1)),         \
-                                opreg__ptr(TS(2)), opreg__dtype_of(TS(1)), stream);                \
-    }
-STATIC_QUANT(static_scaled_fp8_quant)
-STATIC_QUANT(dynamic_scaled_fp8_quant)
-STATIC_QUANT(static_scaled_int8_quant)
-#undef STATIC_QUANT
+static opreg_status launch_static_scaled_fp8_quant(const opreg_value *args, void *stream) {
+    return opreg__cuda_static_scaled_fp8_quant(opreg__ptr(TS(0)), opreg__ptr(TS(1)),
+                                               opreg__numel(TS(1)), opreg__ptr(TS(2)),
+                                               opreg__dtype_of(TS(1)), stream);
+}
 
-CUDA_KERNEL(dynamic_scaled_int8_quant, 1, "input") {
+static opreg_status launch_dynamic_scaled_fp8_quant(const opreg_value *args, void *stream) {
+    return opreg__cuda_dynamic_scaled_fp8_quant(opreg__ptr(TS(0)), opreg__ptr(TS(1)),
+                                                opreg__numel(TS(1)), opreg__ptr(TS(2)),
+                                                opreg__dtype_of(TS(1)), stream);
+}
+
+static opreg_status launch_static_scaled_int8_quant(const opreg_value *args, void *stream) {
+    return opreg__cuda_static_scaled_int8_quant(opreg__ptr(TS(0)), opreg__ptr(TS(1)),
+                                                opreg__numel(TS(1)), opreg__ptr(TS(2)),
+                                                opreg__dtype_of(TS(1)), stream);
+}
+
+static opreg_status launch_dynamic_scaled_int8_quant(const opreg_value *args, void *stream) {
     opreg__row_layout r = opreg__rows_of(TS(1));
     return opreg__cuda_dynamic_scaled_int8_quant(opreg__ptr(TS(0)), opreg__ptr(TS(1)), r.n, r.width,
                                                  opreg__ptr(TS(2)), opreg__dtype_of(TS(1)), stream);
@@ -288,14 +320,14 @@ CUDA_KERNEL(dynamic_scaled_int8_quant, 1, "input") {
 
 /* ---- MoE ---- */
 
-CUDA_KERNEL(moe_align_block_size, 0, "topk_ids") {
+static opreg_status launch_moe_align_block_size(const opreg_value *args, void *stream) {
     const opreg_tensor *ids = TS(0);
     return opreg__cuda_moe_align_block_size(opreg__ptr(ids), opreg__dtype_of(ids),
                                             opreg__numel(ids), IV(1), IV(2), opreg__ptr(TS(3)),
                                             opreg__ptr(TS(4)), opreg__ptr(TS(5)), stream);
 }
 
-CUDA_KERNEL(topk_softmax, 3, "gating_output") {
+static opreg_status launch_topk_softmax(const opreg_value *args, void *stream) {
     const opreg_tensor *g = TS(3);
     return opreg__cuda_topk_softmax(opreg__ptr(TS(0)), opreg__ptr(TS(1)), opreg__ptr(TS(2)),
                                     opreg__ptr(g), g->shape[0], g->shape[1], TS(0)->shape[1],
@@ -304,7 +336,7 @@ CUDA_KERNEL(topk_softmax, 3, "gating_output") {
 
 /* ---- attention ---- */
 
-CUDA_KERNEL(paged_attention_v1, 1, "query") {
+static opreg_status launch_paged_attention_v1(const opreg_value *args, void *stream) {
     const opreg_tensor *q = TS(1), *kc = TS(2), *bt = TS(6), *alibi = OT(10);
     opreg__cuda_attention_args a;
     memset(&a, 0, sizeof a);
@@ -336,7 +368,7 @@ CUDA_KERNEL(paged_attention_v1, 1, "query") {
 
 /* ---- GEMM ---- */
 
-CUDA_KERNEL(cutlass_scaled_mm, 1, "a") {
+static opreg_status launch_cutlass_scaled_mm(const opreg_value *args, void *stream) {
     const opreg_tensor *out = TS(0), *a = TS(1), *b = TS(2), *bias = OT(5);
     opreg__cuda_scaled_mm_args g;
     memset(&g, 0, sizeof g);
@@ -382,31 +414,51 @@ static opreg_status cuda_linear(void *context, const opreg_op *o, const opreg_va
     return st;
 }
 
+/* The ops whose CUDA kernel is cuda_kernel(), in registration order. */
+static struct cuda_op cuda_ops[] = {
+    { "rms_norm", "_C::rms_norm", check_rms_norm, 1, "input", launch_rms_norm },
+    { "fused_add_rms_norm", "_C::fused_add_rms_norm", check_fused_add_rms_norm, 0, "input",
+      launch_fused_add_rms_norm },
+    { "silu_and_mul", "_C::silu_and_mul", check_silu_and_mul, 1, "input", launch_silu_and_mul },
+    { "gelu_and_mul", "_C::gelu_and_mul", check_gelu_and_mul, 1, "input", launch_gelu_and_mul },
+    { "gelu_tanh_and_mul", "_C::gelu_tanh_and_mul", check_gelu_tanh_and_mul, 1, "input",
+      launch_gelu_tanh_and_mul },
+    { "gelu_new", "_C::gelu_new", check_gelu_new, 1, "input", launch_gelu_new },
+    { "gelu_fast", "_C::gelu_fast", check_gelu_fast, 1, "input", launch_gelu_fast },
+    { "gelu_quick", "_C::gelu_quick", check_gelu_quick, 1, "input", launch_gelu_quick },
+    { "rotary_embedding", "_C::rotary_embedding", check_rotary_embedding, 1, "query",
+      launch_rotary_embedding },
+    { "batched_rotary_embedding", "_C::batched_rotary_embedding", check_batched_rotary_embedding, 1,
+      "query", launch_batched_rotary_embedding },
+    { "reshape_and_cache", "_C::reshape_and_cache", check_reshape_and_cache, 0, "key",
+      launch_reshape_and_cache },
+    { "reshape_and_cache_flash", "_C::reshape_and_cache_flash", check_reshape_and_cache_flash, 0,
+      "key", launch_reshape_and_cache_flash },
+    { "copy_blocks", "_C::copy_blocks", check_copy_blocks, 2, "block_mapping", launch_copy_blocks },
+    { "static_scaled_fp8_quant", "_C::static_scaled_fp8_quant", check_static_scaled_fp8_quant, 1,
+      "input", launch_static_scaled_fp8_quant },
+    { "dynamic_scaled_fp8_quant", "_C::dynamic_scaled_fp8_quant", check_dynamic_scaled_fp8_quant, 1,
+      "input", launch_dynamic_scaled_fp8_quant },
+    { "static_scaled_int8_quant", "_C::static_scaled_int8_quant", check_static_scaled_int8_quant, 1,
+      "input", launch_static_scaled_int8_quant },
+    { "dynamic_scaled_int8_quant", "_C::dynamic_scaled_int8_quant", check_dynamic_scaled_int8_quant,
+      1, "input", launch_dynamic_scaled_int8_quant },
+    { "moe_align_block_size", "_C::moe_align_block_size", check_moe_align_block_size, 0, "topk_ids",
+      launch_moe_align_block_size },
+    { "topk_softmax", "_C::topk_softmax", check_topk_softmax, 3, "gating_output",
+      launch_topk_softmax },
+    { "paged_attention_v1", "_C::paged_attention_v1", check_paged_attention_v1, 1, "query",
+      launch_paged_attention_v1 },
+    { "cutlass_scaled_mm", "_C::cutlass_scaled_mm", check_cutlass_scaled_mm, 1, "a",
+      launch_cutlass_scaled_mm },
+};
+
 OPREG_LIBRARY_IMPL(_C, CUDA, m) {
-    OPREG_IMPL(m, "rms_norm", cuda_rms_norm, NULL);
-    OPREG_IMPL(m, "fused_add_rms_norm", cuda_fused_add_rms_norm, NULL);
-    OPREG_IMPL(m, "silu_and_mul", cuda_silu_and_mul, NULL);
-    OPREG_IMPL(m, "gelu_and_mul", cuda_gelu_and_mul, NULL);
-    OPREG_IMPL(m, "gelu_tanh_and_mul", cuda_gelu_tanh_and_mul, NULL);
-    OPREG_IMPL(m, "gelu_new", cuda_gelu_new, NULL);
-    OPREG_IMPL(m, "gelu_fast", cuda_gelu_fast, NULL);
-    OPREG_IMPL(m, "gelu_quick", cuda_gelu_quick, NULL);
-    OPREG_IMPL(m, "rotary_embedding", cuda_rotary_embedding, NULL);
-    OPREG_IMPL(m, "batched_rotary_embedding", cuda_batched_rotary_embedding, NULL);
-    OPREG_IMPL(m, "reshape_and_cache", cuda_reshape_and_cache, NULL);
-    OPREG_IMPL(m, "reshape_and_cache_flash", cuda_reshape_and_cache_flash, NULL);
-    OPREG_IMPL(m, "copy_blocks", cuda_copy_blocks, NULL);
+    for (size_t i = 0; i < sizeof cuda_ops / sizeof cuda_ops[0]; i++)
+        OPREG_IMPL(m, cuda_ops[i].name, cuda_kernel, &cuda_ops[i]);
     {
         opreg_kernel k = { cuda_swap_blocks, NULL, NULL, OPREG_KERNEL_MIXED_DEVICES };
         (void)opreg_library_impl(m, "swap_blocks", OPREG_KEY_NONE, &k);
     }
-    OPREG_IMPL(m, "static_scaled_fp8_quant", cuda_static_scaled_fp8_quant, NULL);
-    OPREG_IMPL(m, "dynamic_scaled_fp8_quant", cuda_dynamic_scaled_fp8_quant, NULL);
-    OPREG_IMPL(m, "static_scaled_int8_quant", cuda_static_scaled_int8_quant, NULL);
-    OPREG_IMPL(m, "dynamic_scaled_int8_quant", cuda_dynamic_scaled_int8_quant, NULL);
-    OPREG_IMPL(m, "moe_align_block_size", cuda_moe_align_block_size, NULL);
-    OPREG_IMPL(m, "topk_softmax", cuda_topk_softmax, NULL);
-    OPREG_IMPL(m, "paged_attention_v1", cuda_paged_attention_v1, NULL);
-    OPREG_IMPL(m, "cutlass_scaled_mm", cuda_cutlass_scaled_mm, NULL);
     OPREG_IMPL(m, "linear", cuda_linear, NULL);
 }
