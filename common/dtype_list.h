@@ -13,8 +13,9 @@
  *
  * Its readers: registry/dtype.c (the public opreg_dtype_* functions, and
  * through them the tools and the Python binding), ops/check/common.c (the
- * DLPack code x bits index of opreg__dtype_of()) and schemas/defaults.c
- * (ScalarType names in schema defaults). The order is the order of
+ * DLPack code x bits index of opreg__dtype_of()), ops/ops_internal.h (the
+ * element sizes of opreg__dtype_bytes()) and schemas/defaults.c (ScalarType
+ * names in schema defaults). The order is the order of
  * opreg_dtype_from_name()'s message. */
 #ifndef OPREG_COMMON_DTYPE_LIST_H
 #define OPREG_COMMON_DTYPE_LIST_H

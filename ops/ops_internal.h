@@ -4,6 +4,7 @@
 #ifndef OPREG_OPS_INTERNAL_H
 #define OPREG_OPS_INTERNAL_H
 
+#include "common/dtype_list.h"
 #include "common/internal.h"
 #include "opreg/tensor.h"
 #include "ops/dtype_convert.h"
@@ -33,22 +34,11 @@ static inline int opreg__dtype_of(const opreg_tensor *t) {
 /* Element size in bytes of an opreg dtype (0 when unknown). */
 static inline size_t opreg__dtype_bytes(int dt) {
     switch (dt) {
-    case OPREG_DTYPE_U8:
-    case OPREG_DTYPE_I8:
-    case OPREG_DTYPE_BOOL:
-    case OPREG_DTYPE_F8_E4M3FN:
-    case OPREG_DTYPE_F8_E5M2:
-        return 1;
-    case OPREG_DTYPE_I16:
-    case OPREG_DTYPE_F16:
-    case OPREG_DTYPE_BF16:
-        return 2;
-    case OPREG_DTYPE_I32:
-    case OPREG_DTYPE_F32:
-        return 4;
-    case OPREG_DTYPE_I64:
-    case OPREG_DTYPE_F64:
-        return 8;
+#define OPREG__DTYPE_BYTES_CASE(arg, dtype, code, bits, name, torch, alias)                        \
+    case OPREG_DTYPE_##dtype:                                                                      \
+        return (bits) / 8;
+        OPREG__DTYPE_LIST(OPREG__DTYPE_BYTES_CASE, 0)
+#undef OPREG__DTYPE_BYTES_CASE
     default:
         return 0;
     }
