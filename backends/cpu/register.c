@@ -54,6 +54,34 @@ struct cpu_provider;
 OPREG__CATALOGUE_OPS(REF_RUN)
 #undef REF_RUN
 
+/* The reference kernels of the ops with a data check, after it. */
+static opreg_status ref_copy_blocks_data(const opreg_value *args, opreg_value *rets,
+                                         const struct cpu_provider *p) {
+    OPREG__TRY(opreg__check_copy_blocks_data(OPREG__ARG_TL(0), OPREG__ARG_TL(1),
+                                             OPREG__ARG_TL_LEN(0), TS(2)));
+    return ref_copy_blocks(args, rets, p);
+}
+
+/* swap_blocks reads both caches: dst must be in host memory too. */
+static opreg_status ref_swap_blocks_data(const opreg_value *args, opreg_value *rets,
+                                         const struct cpu_provider *p) {
+    OPREG__TRY(opreg__chk_cpu("_C::swap_blocks", "dst", TS(1)));
+    OPREG__TRY(opreg__check_swap_blocks_data(TS(0), TS(1), TS(2)));
+    return ref_swap_blocks(args, rets, p);
+}
+
+static opreg_status ref_moe_align_block_size_data(const opreg_value *args, opreg_value *rets,
+                                                  const struct cpu_provider *p) {
+    OPREG__TRY(opreg__check_moe_align_block_size_data(TS(0), IV(1)));
+    return ref_moe_align_block_size(args, rets, p);
+}
+
+static opreg_status ref_paged_attention_v1_data(const opreg_value *args, opreg_value *rets,
+                                                const struct cpu_provider *p) {
+    OPREG__TRY(opreg__check_paged_attention_v1_data(TS(2), TS(6), TS(7), IV(8), IV(9)));
+    return ref_paged_attention_v1(args, rets, p);
+}
+
 /* A provider of the CPU key: the context of cpu_kernel and of its predicate. */
 struct cpu_provider {
     const char *op;        /* "_C::rms_norm", for messages */
@@ -387,13 +415,11 @@ struct cpu_entry {
         PROVIDER("avx2", PRIO_AVX2, true, op, arg, arg_name, run, OPREG__ISA_AVX2, act, covers),   \
         PROVIDER("portable", PRIO_PORTABLE, covers != NULL, op, arg, arg_name, run,                \
                  OPREG__ISA_PORTABLE, act, covers)
-/* A provider that runs an op's reference kernel, which checks for itself. */
-#define REF(name, prio, op)                                                                        \
-    {                                                                                              \
-        name, prio, false, {                                                                       \
-            "_C::" #op, NULL, 0, NULL, ref_##op, OPREG__ISA_PORTABLE, 0, NULL                      \
-        }                                                                                          \
-    }
+/* A provider that runs an op's reference kernel: cpu_kernel runs the op's
+ * check and argument @p arg (@p arg_name) in host memory, @p run the data
+ * check where the op has one. */
+#define REF(name, prio, op, arg, arg_name, run)                                                    \
+    PROVIDER(name, prio, false, op, arg, arg_name, run, OPREG__ISA_PORTABLE, 0, NULL)
 /* One provider running @p run on every argument. */
 #define ONLY(name, prio, op, arg, arg_name, run)                                                   \
     PROVIDER(name, prio, false, op, arg, arg_name, run, OPREG__ISA_PORTABLE, 0, NULL)
@@ -440,7 +466,7 @@ static struct cpu_entry dynamic_scaled_fp8_quant_p[] = {
 };
 static struct cpu_entry paged_attention_v1_p[] = {
     SIMD_PATHS(paged_attention_v1, 1, "query", run_paged_attention_v1, 0, attention_covers),
-    REF("reference", PRIO_REFERENCE, paged_attention_v1),
+    REF("reference", PRIO_REFERENCE, paged_attention_v1, 1, "query", ref_paged_attention_v1_data),
 };
 static struct cpu_entry reshape_and_cache_p[] = {
     ONLY("portable", PRIO_PORTABLE, reshape_and_cache, 0, "key", run_reshape_and_cache),
@@ -449,21 +475,22 @@ static struct cpu_entry reshape_and_cache_flash_p[] = {
     ONLY("portable", PRIO_PORTABLE, reshape_and_cache_flash, 0, "key", run_reshape_and_cache_flash),
 };
 static struct cpu_entry copy_blocks_p[] = {
-    REF("portable", PRIO_PORTABLE, copy_blocks),
+    REF("portable", PRIO_PORTABLE, copy_blocks, 2, "block_mapping", ref_copy_blocks_data),
 };
 static struct cpu_entry swap_blocks_p[] = {
-    REF("portable", PRIO_PORTABLE, swap_blocks),
+    REF("portable", PRIO_PORTABLE, swap_blocks, 0, "src", ref_swap_blocks_data),
 };
 static struct cpu_entry moe_align_block_size_p[] = {
-    REF("portable", PRIO_PORTABLE, moe_align_block_size),
+    REF("portable", PRIO_PORTABLE, moe_align_block_size, 0, "topk_ids",
+        ref_moe_align_block_size_data),
 };
 static struct cpu_entry topk_softmax_p[] = {
-    REF("portable", PRIO_PORTABLE, topk_softmax),
+    REF("portable", PRIO_PORTABLE, topk_softmax, 3, "gating_output", ref_topk_softmax),
 };
 static struct cpu_entry cutlass_scaled_mm_p[] = {
     PROVIDER("onednn", PRIO_ONEDNN, true, cutlass_scaled_mm, 1, "a", run_cutlass_scaled_mm_onednn,
              OPREG__ISA_PORTABLE, 0, scaled_mm_covers),
-    REF("portable", PRIO_PORTABLE, cutlass_scaled_mm),
+    REF("portable", PRIO_PORTABLE, cutlass_scaled_mm, 0, "out", ref_cutlass_scaled_mm),
 };
 static struct cpu_entry linear_p[] = {
     PROVIDER("onednn", PRIO_ONEDNN, true, linear, 0, "input", run_linear_onednn,

@@ -10,15 +10,15 @@
  *
  * Where the checks run (the one statement of this contract): the kernel
  * registered under a key checks the call once, before anything below it
- * runs. Meta's kernel is opreg__check_<op>(); CPU's (backends/cpu/
- * register.c) runs it, the host-memory check and opreg__check_<op>_data();
- * CUDA's (backends/cuda/register.c) runs it and the device checks. What
- * they call takes checked arguments and checks nothing again: the SIMD and
- * portable CPU kernels, oneDNN's primitives, the CUDA launchers. The
- * reference kernels (ops/ref/) are the one exception: as the oracle that
- * the tests call directly, each checks its own arguments, so the Reference
- * key registers them unwrapped, and the CPU's `reference` provider (the
- * paged attention sizes that no fast kernel covers) checks twice. */
+ * runs, and what it calls takes checked arguments and checks nothing
+ * again. Meta's kernel is opreg__check_<op>() (linear's also gives the
+ * result's shape). Reference's (ops/register/kernels_ref.c) and CPU's
+ * (backends/cpu/register.c, every provider) run it, the host-memory check
+ * and opreg__check_<op>_data() where the op has one. CUDA's (backends/cuda/
+ * register.c) runs it and the device checks. Below them, on checked
+ * arguments: the reference kernels (ops/ref/), the SIMD and portable CPU
+ * kernels, oneDNN's primitives, the CUDA launchers. A test that calls a
+ * reference kernel directly runs the checks first (tests/ops/ops_test.h). */
 #ifndef OPREG_OPS_CHECK_H
 #define OPREG_OPS_CHECK_H
 

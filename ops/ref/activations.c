@@ -30,13 +30,11 @@ static double gelu_quick(double x) {
     return x / (1.0 + exp(-1.702 * x));
 }
 
-static opreg_status gated(const char *op, const opreg_tensor *out, const opreg_tensor *input,
-                          act_fn act) {
+static opreg_status gated(const opreg_tensor *out, const opreg_tensor *input, act_fn act) {
     int dt = opreg__dtype_of(input);
     int64_t d = input->shape[input->ndim - 1] / 2, rows = opreg__rows(input);
     const void *in = opreg__ptr(input);
     void *o = opreg__ptr(out);
-    OPREG__TRY(opreg__chk_cpu(op, "input", input));
     for (int64_t r = 0; r < rows; r++)
         for (int64_t i = 0; i < d; i++) {
             double x = opreg__ld(in, dt, r * 2 * d + i), y = opreg__ld(in, dt, r * 2 * d + d + i);
@@ -45,39 +43,31 @@ static opreg_status gated(const char *op, const opreg_tensor *out, const opreg_t
     return OPREG_OK;
 }
 
-static opreg_status elementwise(const char *op, const opreg_tensor *out, const opreg_tensor *input,
-                                act_fn act) {
+static opreg_status elementwise(const opreg_tensor *out, const opreg_tensor *input, act_fn act) {
     int dt = opreg__dtype_of(input);
     int64_t n = opreg__numel(input);
     const void *in = opreg__ptr(input);
     void *o = opreg__ptr(out);
-    OPREG__TRY(opreg__chk_cpu(op, "input", input));
     for (int64_t i = 0; i < n; i++)
         opreg__st(o, dt, i, act(opreg__ld(in, dt, i)));
     return OPREG_OK;
 }
 
 opreg_status opreg__ref_silu_and_mul(const opreg_tensor *out, const opreg_tensor *input) {
-    OPREG__TRY(opreg__check_silu_and_mul(out, input));
-    return gated("_C::silu_and_mul", out, input, silu);
+    return gated(out, input, silu);
 }
 opreg_status opreg__ref_gelu_and_mul(const opreg_tensor *out, const opreg_tensor *input) {
-    OPREG__TRY(opreg__check_gelu_and_mul(out, input));
-    return gated("_C::gelu_and_mul", out, input, gelu_erf);
+    return gated(out, input, gelu_erf);
 }
 opreg_status opreg__ref_gelu_tanh_and_mul(const opreg_tensor *out, const opreg_tensor *input) {
-    OPREG__TRY(opreg__check_gelu_tanh_and_mul(out, input));
-    return gated("_C::gelu_tanh_and_mul", out, input, gelu_tanh);
+    return gated(out, input, gelu_tanh);
 }
 opreg_status opreg__ref_gelu_new(const opreg_tensor *out, const opreg_tensor *input) {
-    OPREG__TRY(opreg__check_gelu_new(out, input));
-    return elementwise("_C::gelu_new", out, input, gelu_new);
+    return elementwise(out, input, gelu_new);
 }
 opreg_status opreg__ref_gelu_fast(const opreg_tensor *out, const opreg_tensor *input) {
-    OPREG__TRY(opreg__check_gelu_fast(out, input));
-    return elementwise("_C::gelu_fast", out, input, gelu_fast);
+    return elementwise(out, input, gelu_fast);
 }
 opreg_status opreg__ref_gelu_quick(const opreg_tensor *out, const opreg_tensor *input) {
-    OPREG__TRY(opreg__check_gelu_quick(out, input));
-    return elementwise("_C::gelu_quick", out, input, gelu_quick);
+    return elementwise(out, input, gelu_quick);
 }

@@ -28,10 +28,6 @@ opreg_status opreg__ref_reshape_and_cache(const opreg_tensor *key, const opreg_t
     int64_t h, d, x, bs, ks, vs, kbs, vbs;
     size_t es;
     const int64_t *slots;
-    OPREG__TRY(opreg__check_reshape_and_cache(key, value, key_cache, value_cache, slot_mapping,
-                                              kv_cache_dtype, kv_scale));
-    OPREG__TRY(opreg__chk_cpu("_C::reshape_and_cache", "key", key));
-    OPREG__TRY(opreg__check_reshape_and_cache_data(key_cache, slot_mapping));
     kind = opreg__kv_cache_kind(kv_cache_dtype);
     dt = opreg__dtype_of(key);
     es = opreg__dtype_bytes(dt);
@@ -72,10 +68,6 @@ opreg_status opreg__ref_reshape_and_cache_flash(const opreg_tensor *key, const o
     int64_t hd, ks, vs, bs, kbs, vbs;
     size_t es;
     const int64_t *slots;
-    OPREG__TRY(opreg__check_reshape_and_cache_flash(key, value, key_cache, value_cache,
-                                                    slot_mapping, kv_cache_dtype));
-    OPREG__TRY(opreg__chk_cpu("_C::reshape_and_cache_flash", "key", key));
-    OPREG__TRY(opreg__check_reshape_and_cache_flash_data(key_cache, slot_mapping));
     kind = opreg__kv_cache_kind(kv_cache_dtype);
     dt = opreg__dtype_of(key);
     es = opreg__dtype_bytes(dt);
@@ -112,11 +104,7 @@ opreg_status opreg__ref_copy_blocks(const opreg_tensor *const *key_caches, size_
                                     const opreg_tensor *const *value_caches,
                                     size_t num_value_caches, const opreg_tensor *block_mapping) {
     const int64_t *p;
-    OPREG__TRY(opreg__check_copy_blocks(key_caches, num_key_caches, value_caches, num_value_caches,
-                                        block_mapping));
-    OPREG__TRY(opreg__chk_cpu("_C::copy_blocks", "block_mapping", block_mapping));
-    OPREG__TRY(
-        opreg__check_copy_blocks_data(key_caches, value_caches, num_key_caches, block_mapping));
+    (void)num_value_caches; /* the check has matched it to num_key_caches */
     p = opreg__ptr(block_mapping);
     /* Pairs run in order; a chain (a->b, b->c) therefore sees a's data at c. */
     for (size_t l = 0; l < num_key_caches; l++) {
@@ -134,13 +122,8 @@ opreg_status opreg__ref_copy_blocks(const opreg_tensor *const *key_caches, size_
 
 opreg_status opreg__ref_swap_blocks(const opreg_tensor *src, const opreg_tensor *dst,
                                     const opreg_tensor *block_mapping) {
-    const char *op = "_C::swap_blocks";
     const int64_t *p;
     size_t bb;
-    OPREG__TRY(opreg__check_swap_blocks(src, dst, block_mapping));
-    OPREG__TRY(opreg__chk_cpu(op, "src", src));
-    OPREG__TRY(opreg__chk_cpu(op, "dst", dst));
-    OPREG__TRY(opreg__check_swap_blocks_data(src, dst, block_mapping));
     p = opreg__ptr(block_mapping);
     bb = block_bytes(src);
     for (int64_t i = 0; i < block_mapping->shape[0]; i++)

@@ -21,12 +21,9 @@ static void norm_row(void *out, const void *x, const void *w, int dt, int64_t n,
 
 opreg_status opreg__ref_rms_norm(const opreg_tensor *out, const opreg_tensor *input,
                                  const opreg_tensor *weight, double epsilon) {
-    const char *op = "_C::rms_norm";
     int dt;
     int64_t rows, h, in_stride;
     size_t es;
-    OPREG__TRY(opreg__check_rms_norm(out, input, weight, epsilon));
-    OPREG__TRY(opreg__chk_cpu(op, "input", input));
     dt = opreg__dtype_of(input);
     es = opreg__dtype_bytes(dt);
     h = input->shape[input->ndim - 1];
@@ -42,12 +39,9 @@ opreg_status opreg__ref_rms_norm(const opreg_tensor *out, const opreg_tensor *in
 
 opreg_status opreg__ref_fused_add_rms_norm(const opreg_tensor *input, const opreg_tensor *residual,
                                            const opreg_tensor *weight, double epsilon) {
-    const char *op = "_C::fused_add_rms_norm";
     int dt;
     int64_t rows, h, in_stride;
     size_t es;
-    OPREG__TRY(opreg__check_fused_add_rms_norm(input, residual, weight, epsilon));
-    OPREG__TRY(opreg__chk_cpu(op, "input", input));
     dt = opreg__dtype_of(input);
     es = opreg__dtype_bytes(dt);
     h = input->shape[input->ndim - 1];

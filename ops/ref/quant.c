@@ -23,8 +23,6 @@ static void fp8_quant(const opreg_tensor *out, const opreg_tensor *input, float 
 
 opreg_status opreg__ref_static_scaled_fp8_quant(const opreg_tensor *out, const opreg_tensor *input,
                                                 const opreg_tensor *scale) {
-    OPREG__TRY(opreg__check_static_scaled_fp8_quant(out, input, scale));
-    OPREG__TRY(opreg__chk_cpu("_C::static_scaled_fp8_quant", "input", input));
     fp8_quant(out, input, *(const float *)opreg__ptr(scale));
     return OPREG_OK;
 }
@@ -34,8 +32,6 @@ opreg_status opreg__ref_dynamic_scaled_fp8_quant(const opreg_tensor *out, const 
     int dt;
     int64_t n;
     float amax = 0.0f, *s;
-    OPREG__TRY(opreg__check_dynamic_scaled_fp8_quant(out, input, scale));
-    OPREG__TRY(opreg__chk_cpu("_C::dynamic_scaled_fp8_quant", "input", input));
     dt = opreg__dtype_of(input);
     n = opreg__numel(input);
     for (int64_t i = 0; i < n; i++)
@@ -53,8 +49,6 @@ opreg_status opreg__ref_static_scaled_int8_quant(const opreg_tensor *out, const 
     int64_t n;
     float s;
     int8_t *o;
-    OPREG__TRY(opreg__check_static_scaled_int8_quant(out, input, scale));
-    OPREG__TRY(opreg__chk_cpu("_C::static_scaled_int8_quant", "input", input));
     dt = opreg__dtype_of(input);
     n = opreg__numel(input);
     s = *(const float *)opreg__ptr(scale);
@@ -72,8 +66,6 @@ opreg_status opreg__ref_dynamic_scaled_int8_quant(const opreg_tensor *out,
     const void *in;
     int8_t *o;
     float *s;
-    OPREG__TRY(opreg__check_dynamic_scaled_int8_quant(out, input, scale));
-    OPREG__TRY(opreg__chk_cpu("_C::dynamic_scaled_int8_quant", "input", input));
     dt = opreg__dtype_of(input);
     rows = opreg__rows(input);
     h = input->shape[input->ndim - 1];

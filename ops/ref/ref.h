@@ -1,8 +1,10 @@
 /* Portable reference kernels of the op catalogue: plain C, accumulation in
  * double, one rounding to the storage dtype where ops-reference.md has one.
- * They are the oracle the fast kernels are tested against. Each runs the
- * op's opreg__check_<op>() (and _data()) first, so a refused call writes
- * nothing; tensors must be on the CPU. Tensors are borrowed. */
+ * They are the oracle the fast kernels are tested against. Each takes
+ * checked arguments: the kernel registered for it (ops/register/
+ * kernels_ref.c, or a CPU provider) has run the op's opreg__check_<op>(),
+ * the host-memory check and opreg__check_<op>_data() where the op has one
+ * (ops/check/check.h states the contract). Tensors are borrowed. */
 #ifndef OPREG_OPS_REF_H
 #define OPREG_OPS_REF_H
 
@@ -79,7 +81,8 @@ opreg__ref_paged_attention_v1(const opreg_tensor *out, const opreg_tensor *query
 opreg_status opreg__ref_cutlass_scaled_mm(const opreg_tensor *out, const opreg_tensor *a,
                                           const opreg_tensor *b, const opreg_tensor *a_scales,
                                           const opreg_tensor *b_scales, const opreg_tensor *bias);
-/* linear into a caller-provided result (shape/dtype from opreg__check_linear). */
+/* linear into a caller-provided result (shape/dtype from opreg__check_linear,
+ * or checked by opreg__check_linear_out). */
 opreg_status opreg__ref_linear(const opreg_tensor *out, const opreg_tensor *input,
                                const opreg_tensor *weight, const opreg_tensor *bias);
 

@@ -1,8 +1,8 @@
-/* The Meta key: each op's checks, the same functions the reference and the
- * fast kernels run first, so a Meta call refuses exactly what a real call
- * refuses, and linear's result comes back as a Meta tensor of the right
- * shape. Checks that read index tensors (slots, blocks) need data, so Meta
- * runs only the checks on shapes, dtypes and devices. */
+/* The Meta key: each op's checks, the same functions that the Reference,
+ * CPU and CUDA kernels run first (ops/check/check.h), so a Meta call
+ * refuses exactly what a real call refuses, and linear's result comes back as a Meta tensor of the
+ * right shape. Checks that read index tensors (slots, blocks) need data, so Meta runs only the
+ * checks on shapes, dtypes and devices. */
 #include "ops/check/check.h"
 #include "catalogue_args.h"
 #include "ops/register/catalogue.h"

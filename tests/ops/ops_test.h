@@ -175,6 +175,195 @@ static inline void tt_to_meta(DLTensor *t) {
     t->data = NULL;
 }
 
+/* The whole reference op, as the Reference key runs it: the op's check, the
+ * host-memory check, the data check where the op has one, then the
+ * reference kernel (which takes checked arguments). */
+#define TT_CHECKED(op, ...) OPREG__TRY(opreg__check_##op(__VA_ARGS__))
+#define TT_HOST(op, arg, t) OPREG__TRY(opreg__chk_cpu("_C::" #op, arg, t))
+
+static inline opreg_status checked_rms_norm(const opreg_tensor *out, const opreg_tensor *input,
+                                            const opreg_tensor *weight, double epsilon) {
+    TT_CHECKED(rms_norm, out, input, weight, epsilon);
+    TT_HOST(rms_norm, "input", input);
+    return opreg__ref_rms_norm(out, input, weight, epsilon);
+}
+
+static inline opreg_status checked_fused_add_rms_norm(const opreg_tensor *input,
+                                                      const opreg_tensor *residual,
+                                                      const opreg_tensor *weight, double epsilon) {
+    TT_CHECKED(fused_add_rms_norm, input, residual, weight, epsilon);
+    TT_HOST(fused_add_rms_norm, "input", input);
+    return opreg__ref_fused_add_rms_norm(input, residual, weight, epsilon);
+}
+
+/* The activations and quantisations: (out, input[, scale]), host input. */
+#define TT_UNARY(op)                                                                               \
+    static inline opreg_status checked_##op(const opreg_tensor *out, const opreg_tensor *input) {  \
+        TT_CHECKED(op, out, input);                                                                \
+        TT_HOST(op, "input", input);                                                               \
+        return opreg__ref_##op(out, input);                                                        \
+    }
+TT_UNARY(silu_and_mul)
+TT_UNARY(gelu_and_mul)
+TT_UNARY(gelu_tanh_and_mul)
+TT_UNARY(gelu_new)
+TT_UNARY(gelu_fast)
+TT_UNARY(gelu_quick)
+#undef TT_UNARY
+
+#define TT_QUANT(op)                                                                               \
+    static inline opreg_status checked_##op(const opreg_tensor *out, const opreg_tensor *input,    \
+                                            const opreg_tensor *scale) {                           \
+        TT_CHECKED(op, out, input, scale);                                                         \
+        TT_HOST(op, "input", input);                                                               \
+        return opreg__ref_##op(out, input, scale);                                                 \
+    }
+TT_QUANT(static_scaled_fp8_quant)
+TT_QUANT(dynamic_scaled_fp8_quant)
+TT_QUANT(static_scaled_int8_quant)
+TT_QUANT(dynamic_scaled_int8_quant)
+#undef TT_QUANT
+
+static inline opreg_status checked_rotary_embedding(const opreg_tensor *positions,
+                                                    const opreg_tensor *query,
+                                                    const opreg_tensor *key, int64_t head_size,
+                                                    const opreg_tensor *cos_sin_cache,
+                                                    bool is_neox) {
+    TT_CHECKED(rotary_embedding, positions, query, key, head_size, cos_sin_cache, is_neox);
+    TT_HOST(rotary_embedding, "query", query);
+    OPREG__TRY(opreg__check_rotary_embedding_data(positions, cos_sin_cache));
+    return opreg__ref_rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox);
+}
+
+static inline opreg_status
+checked_batched_rotary_embedding(const opreg_tensor *positions, const opreg_tensor *query,
+                                 const opreg_tensor *key, int64_t head_size,
+                                 const opreg_tensor *cos_sin_cache, bool is_neox, int64_t rot_dim,
+                                 const opreg_tensor *cos_sin_cache_offsets) {
+    TT_CHECKED(batched_rotary_embedding, positions, query, key, head_size, cos_sin_cache, is_neox,
+               rot_dim, cos_sin_cache_offsets);
+    TT_HOST(batched_rotary_embedding, "query", query);
+    OPREG__TRY(opreg__check_batched_rotary_embedding_data(positions, cos_sin_cache,
+                                                          cos_sin_cache_offsets));
+    return opreg__ref_batched_rotary_embedding(positions, query, key, head_size, cos_sin_cache,
+                                               is_neox, rot_dim, cos_sin_cache_offsets);
+}
+
+static inline opreg_status checked_reshape_and_cache(const opreg_tensor *key,
+                                                     const opreg_tensor *value,
+                                                     const opreg_tensor *key_cache,
+                                                     const opreg_tensor *value_cache,
+                                                     const opreg_tensor *slot_mapping,
+                                                     const char *kv_cache_dtype, double kv_scale) {
+    TT_CHECKED(reshape_and_cache, key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype,
+               kv_scale);
+    TT_HOST(reshape_and_cache, "key", key);
+    OPREG__TRY(opreg__check_reshape_and_cache_data(key_cache, slot_mapping));
+    return opreg__ref_reshape_and_cache(key, value, key_cache, value_cache, slot_mapping,
+                                        kv_cache_dtype, kv_scale);
+}
+
+static inline opreg_status
+checked_reshape_and_cache_flash(const opreg_tensor *key, const opreg_tensor *value,
+                                const opreg_tensor *key_cache, const opreg_tensor *value_cache,
+                                const opreg_tensor *slot_mapping, const char *kv_cache_dtype) {
+    TT_CHECKED(reshape_and_cache_flash, key, value, key_cache, value_cache, slot_mapping,
+               kv_cache_dtype);
+    TT_HOST(reshape_and_cache_flash, "key", key);
+    OPREG__TRY(opreg__check_reshape_and_cache_flash_data(key_cache, slot_mapping));
+    return opreg__ref_reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping,
+                                              kv_cache_dtype);
+}
+
+static inline opreg_status checked_copy_blocks(const opreg_tensor *const *key_caches,
+                                               size_t num_key_caches,
+                                               const opreg_tensor *const *value_caches,
+                                               size_t num_value_caches,
+                                               const opreg_tensor *block_mapping) {
+    TT_CHECKED(copy_blocks, key_caches, num_key_caches, value_caches, num_value_caches,
+               block_mapping);
+    TT_HOST(copy_blocks, "block_mapping", block_mapping);
+    OPREG__TRY(
+        opreg__check_copy_blocks_data(key_caches, value_caches, num_key_caches, block_mapping));
+    return opreg__ref_copy_blocks(key_caches, num_key_caches, value_caches, num_value_caches,
+                                  block_mapping);
+}
+
+static inline opreg_status checked_swap_blocks(const opreg_tensor *src, const opreg_tensor *dst,
+                                               const opreg_tensor *block_mapping) {
+    TT_CHECKED(swap_blocks, src, dst, block_mapping);
+    TT_HOST(swap_blocks, "src", src);
+    TT_HOST(swap_blocks, "dst", dst);
+    OPREG__TRY(opreg__check_swap_blocks_data(src, dst, block_mapping));
+    return opreg__ref_swap_blocks(src, dst, block_mapping);
+}
+
+static inline opreg_status checked_moe_align_block_size(const opreg_tensor *topk_ids,
+                                                        int64_t num_experts, int64_t block_size,
+                                                        const opreg_tensor *sorted_token_ids,
+                                                        const opreg_tensor *experts_ids,
+                                                        const opreg_tensor *num_tokens_post_pad) {
+    TT_CHECKED(moe_align_block_size, topk_ids, num_experts, block_size, sorted_token_ids,
+               experts_ids, num_tokens_post_pad);
+    TT_HOST(moe_align_block_size, "topk_ids", topk_ids);
+    OPREG__TRY(opreg__check_moe_align_block_size_data(topk_ids, num_experts));
+    return opreg__ref_moe_align_block_size(topk_ids, num_experts, block_size, sorted_token_ids,
+                                           experts_ids, num_tokens_post_pad);
+}
+
+static inline opreg_status checked_topk_softmax(const opreg_tensor *topk_weights,
+                                                const opreg_tensor *topk_indices,
+                                                const opreg_tensor *token_expert_indices,
+                                                const opreg_tensor *gating_output) {
+    TT_CHECKED(topk_softmax, topk_weights, topk_indices, token_expert_indices, gating_output);
+    TT_HOST(topk_softmax, "gating_output", gating_output);
+    return opreg__ref_topk_softmax(topk_weights, topk_indices, token_expert_indices, gating_output);
+}
+
+static inline opreg_status
+checked_paged_attention_v1(const opreg_tensor *out, const opreg_tensor *query,
+                           const opreg_tensor *key_cache, const opreg_tensor *value_cache,
+                           int64_t num_kv_heads, double scale, const opreg_tensor *block_tables,
+                           const opreg_tensor *seq_lens, int64_t block_size, int64_t max_seq_len,
+                           const opreg_tensor *alibi_slopes, const char *kv_cache_dtype,
+                           double kv_scale, int64_t tp_rank, int64_t blocksparse_local_blocks,
+                           int64_t blocksparse_vert_stride, int64_t blocksparse_block_size,
+                           int64_t blocksparse_head_sliding_step) {
+    TT_CHECKED(paged_attention_v1, out, query, key_cache, value_cache, num_kv_heads, scale,
+               block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype,
+               kv_scale, tp_rank, blocksparse_local_blocks, blocksparse_vert_stride,
+               blocksparse_block_size, blocksparse_head_sliding_step);
+    TT_HOST(paged_attention_v1, "query", query);
+    OPREG__TRY(opreg__check_paged_attention_v1_data(key_cache, block_tables, seq_lens, block_size,
+                                                    max_seq_len));
+    return opreg__ref_paged_attention_v1(
+        out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens, block_size,
+        max_seq_len, alibi_slopes, kv_cache_dtype, kv_scale, tp_rank, blocksparse_local_blocks,
+        blocksparse_vert_stride, blocksparse_block_size, blocksparse_head_sliding_step);
+}
+
+static inline opreg_status checked_cutlass_scaled_mm(const opreg_tensor *out, const opreg_tensor *a,
+                                                     const opreg_tensor *b,
+                                                     const opreg_tensor *a_scales,
+                                                     const opreg_tensor *b_scales,
+                                                     const opreg_tensor *bias) {
+    TT_CHECKED(cutlass_scaled_mm, out, a, b, a_scales, b_scales, bias);
+    TT_HOST(cutlass_scaled_mm, "out", out);
+    return opreg__ref_cutlass_scaled_mm(out, a, b, a_scales, b_scales, bias);
+}
+
+/* linear into a caller's result: opreg__check_linear_out stands for the
+ * check of the registered kernel, which allocates the result itself. */
+static inline opreg_status checked_linear(const opreg_tensor *out, const opreg_tensor *input,
+                                          const opreg_tensor *weight, const opreg_tensor *bias) {
+    OPREG__TRY(opreg__check_linear_out(out, input, weight, bias));
+    TT_HOST(linear, "input", input);
+    return opreg__ref_linear(out, input, weight, bias);
+}
+
+#undef TT_CHECKED
+#undef TT_HOST
+
 #define DT(x) tt_dl(OPREG_DTYPE_##x)
 
 #endif

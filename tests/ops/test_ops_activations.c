@@ -31,13 +31,13 @@ static const struct gated {
     long double (*act)(long double);
     int gated;
 } OPS[6] = {
-    { "silu_and_mul", opreg__ref_silu_and_mul, opreg__check_silu_and_mul, l_silu, 1 },
-    { "gelu_and_mul", opreg__ref_gelu_and_mul, opreg__check_gelu_and_mul, l_gelu, 1 },
-    { "gelu_tanh_and_mul", opreg__ref_gelu_tanh_and_mul, opreg__check_gelu_tanh_and_mul,
-      l_gelu_tanh, 1 },
-    { "gelu_new", opreg__ref_gelu_new, opreg__check_gelu_new, l_gelu_new, 0 },
-    { "gelu_fast", opreg__ref_gelu_fast, opreg__check_gelu_fast, l_gelu_new, 0 },
-    { "gelu_quick", opreg__ref_gelu_quick, opreg__check_gelu_quick, l_gelu_quick, 0 },
+    { "silu_and_mul", checked_silu_and_mul, opreg__check_silu_and_mul, l_silu, 1 },
+    { "gelu_and_mul", checked_gelu_and_mul, opreg__check_gelu_and_mul, l_gelu, 1 },
+    { "gelu_tanh_and_mul", checked_gelu_tanh_and_mul, opreg__check_gelu_tanh_and_mul, l_gelu_tanh,
+      1 },
+    { "gelu_new", checked_gelu_new, opreg__check_gelu_new, l_gelu_new, 0 },
+    { "gelu_fast", checked_gelu_fast, opreg__check_gelu_fast, l_gelu_new, 0 },
+    { "gelu_quick", checked_gelu_quick, opreg__check_gelu_quick, l_gelu_quick, 0 },
 };
 
 TEST(known_values) {
@@ -47,13 +47,13 @@ TEST(known_values) {
         tt_set(in, i, xs[i]);
         tt_set(in, 3 + i, 1.0);
     }
-    CHECK_EQ_INT(opreg__ref_gelu_and_mul(out, in), OPREG_OK);
+    CHECK_EQ_INT(checked_gelu_and_mul(out, in), OPREG_OK);
     CHECK(tt_get(out, 0) == (float)0.8413447460685429);
     CHECK(tt_get(out, 1) == (float)-0.15865525393145707);
     CHECK(tt_get(out, 2) == 0.0);
-    CHECK_EQ_INT(opreg__ref_gelu_tanh_and_mul(out, in), OPREG_OK);
+    CHECK_EQ_INT(checked_gelu_tanh_and_mul(out, in), OPREG_OK);
     CHECK(tt_get(out, 0) == (float)0.8411919906082768);
-    CHECK_EQ_INT(opreg__ref_silu_and_mul(out, in), OPREG_OK);
+    CHECK_EQ_INT(checked_silu_and_mul(out, in), OPREG_OK);
     CHECK(tt_get(out, 0) == (float)0.7310585786300049);
     CHECK(tt_get(out, 1) == (float)-0.2689414213699951);
     tt_free_all();

@@ -75,8 +75,8 @@ static int check_against_hand(double scale, int alibi) {
 }
 
 #define PA(al, kind, kvs, vert)                                                                    \
-    opreg__ref_paged_attention_v1(OUT, Q, KC, VC, HKV, 0.25, BT, SL, BS, 12, al, kind, kvs, 0, 0,  \
-                                  vert, 0, 0)
+    checked_paged_attention_v1(OUT, Q, KC, VC, HKV, 0.25, BT, SL, BS, 12, al, kind, kvs, 0, 0,     \
+                               vert, 0, 0)
 
 TEST(matches_hand_softmax) {
     setup_cache(OPREG_DTYPE_F32, 1.0);
@@ -119,12 +119,12 @@ TEST(bad_inputs) {
     EXPECT_REFUSED(SH, "'key_cache': expected dtype f32", P);
     SET();
     EXPECT_REFUSED(IA, "'num_kv_heads': 3 must be > 0 and divide",
-                   opreg__ref_paged_attention_v1(OUT, Q, KC, VC, 3, 0.25, BT, SL, BS, 12, NULL,
-                                                 "auto", 1.0, 0, 0, 0, 0, 0));
+                   checked_paged_attention_v1(OUT, Q, KC, VC, 3, 0.25, BT, SL, BS, 12, NULL, "auto",
+                                              1.0, 0, 0, 0, 0, 0));
     SET();
     EXPECT_REFUSED(SH, "'key_cache': expected size 8 in dim 3",
-                   opreg__ref_paged_attention_v1(OUT, Q, KC, VC, HKV, 0.25, BT, SL, 8, 12, NULL,
-                                                 "auto", 1.0, 0, 0, 0, 0, 0));
+                   checked_paged_attention_v1(OUT, Q, KC, VC, HKV, 0.25, BT, SL, 8, 12, NULL,
+                                              "auto", 1.0, 0, 0, 0, 0, 0));
     SET();
     KC->shape[4] = 5;
     EXPECT_REFUSED(SH, "x = size(4) = 5 must divide", P);
@@ -166,8 +166,8 @@ TEST(bad_inputs) {
     EXPECT_REFUSED(OPREG_ERR_DEVICE_MISMATCH, "'seq_lens' is on cuda", P);
     SET();
     EXPECT_REFUSED(IA, "'scale': must be finite",
-                   opreg__ref_paged_attention_v1(OUT, Q, KC, VC, HKV, NAN, BT, SL, BS, 12, NULL,
-                                                 "auto", 1.0, 0, 0, 0, 0, 0));
+                   checked_paged_attention_v1(OUT, Q, KC, VC, HKV, NAN, BT, SL, BS, 12, NULL,
+                                              "auto", 1.0, 0, 0, 0, 0, 0));
     SET();
     tt_to_meta(OUT);
     tt_to_meta(Q);

@@ -23,7 +23,7 @@ TEST(scaled_mm_hand) {
                 tt_fill(bs, 0.001, 0.01);
                 tt_fill(bias, -1, 1);
                 tt_set_strides(b, (int64_t[]){ 1, k }); /* column-major */
-                CHECK_EQ_INT(opreg__ref_cutlass_scaled_mm(out, a, b, as, bs, per ? bias : NULL),
+                CHECK_EQ_INT(checked_cutlass_scaled_mm(out, a, b, as, bs, per ? bias : NULL),
                              OPREG_OK);
                 for (int64_t i = 0; i < m; i++)
                     for (int64_t j = 0; j < n; j++) {
@@ -57,7 +57,7 @@ TEST(linear_hand_and_shape) {
             CHECK_EQ_INT(nd, 3);
             CHECK(shape[0] == 2 && shape[1] == 3 && shape[2] == 11 && odt == dts[d]);
             out = tt_new(odt, nd, shape);
-            CHECK_EQ_INT(opreg__ref_linear(out, in, w, with_bias ? bias : NULL), OPREG_OK);
+            CHECK_EQ_INT(checked_linear(out, in, w, with_bias ? bias : NULL), OPREG_OK);
             for (int64_t r = 0; r < 6; r++)
                 for (int64_t j = 0; j < 11; j++) {
                     long double acc = with_bias ? tt_get(bias, j) : 0;
@@ -89,7 +89,7 @@ static void setup(void) {
 TEST(bad_inputs) {
     opreg_status SH = OPREG_ERR_SHAPE, IA = OPREG_ERR_INVALID_ARGUMENT,
                  DM = OPREG_ERR_DEVICE_MISMATCH;
-#define MM opreg__ref_cutlass_scaled_mm(O, A, B, AS, BS, BI)
+#define MM checked_cutlass_scaled_mm(O, A, B, AS, BS, BI)
     setup();
     A->dtype = DT(U8);
     EXPECT_REFUSED(SH, "'a': expected dtype i8 or f8_e4m3fn", MM);
@@ -143,9 +143,9 @@ TEST(bad_inputs) {
     EXPECT_REFUSED(DM, "'b' is on cuda", MM);
     setup();
     EXPECT_REFUSED(IA, "'b_scales': tensor is NULL",
-                   opreg__ref_cutlass_scaled_mm(O, A, B, AS, NULL, BI));
+                   checked_cutlass_scaled_mm(O, A, B, AS, NULL, BI));
 #undef MM
-#define LIN opreg__ref_linear(LO, LI, LW, LB)
+#define LIN checked_linear(LO, LI, LW, LB)
     setup();
     LI->dtype = DT(F64);
     EXPECT_REFUSED(SH, "'input': expected dtype", LIN);

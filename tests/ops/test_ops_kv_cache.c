@@ -36,8 +36,7 @@ TEST(reshape_and_cache_auto_and_fp8) {
         tt_set_strides(key, (int64_t[]){ 40, 16, 1 });
         for (int i = 0; i < 5; i++)
             tt_set(sm, i, (double)slots[i]);
-        CHECK_EQ_INT(opreg__ref_reshape_and_cache(key, val, kc, vc, sm, kinds[mode], scale),
-                     OPREG_OK);
+        CHECK_EQ_INT(checked_reshape_and_cache(key, val, kc, vc, sm, kinds[mode], scale), OPREG_OK);
         for (int64_t tok = 0; tok < t; tok++) {
             int64_t s = slots[tok];
             if (s < 0) continue;
@@ -90,14 +89,14 @@ TEST(reshape_and_cache_flash) {
     tt_set(sm, 1, -1);
     tt_set(sm, 2, 1);
     /* slot_mapping may be shorter than key: only its tokens are written */
-    CHECK_EQ_INT(opreg__ref_reshape_and_cache_flash(key, val, kc, vc, sm, "auto"), OPREG_OK);
+    CHECK_EQ_INT(checked_reshape_and_cache_flash(key, val, kc, vc, sm, "auto"), OPREG_OK);
     for (int i = 0; i < 12; i++) {
         CHECK(tt_get(kc, 6 * 12 + i) == tt_get(key, i));
         CHECK(tt_get(vc, 6 * 12 + i) == tt_get(val, i));
         CHECK(tt_get(kc, 1 * 12 + i) == tt_get(key, 24 + i));
         CHECK(tt_get(kc, 0 * 12 + i) == 0.0);
     }
-    CHECK_EQ_INT(opreg__ref_reshape_and_cache_flash(key, val, kc8, vc8, sm, "fp8"), OPREG_OK);
+    CHECK_EQ_INT(checked_reshape_and_cache_flash(key, val, kc8, vc8, sm, "fp8"), OPREG_OK);
     for (int i = 0; i < 12; i++)
         CHECK_EQ_INT(((uint8_t *)kc8->data)[6 * 12 + i],
                      opreg__f32_to_e4m3fn_sat((float)tt_get(key, i)));
@@ -119,14 +118,14 @@ TEST(copy_and_swap_blocks) {
     tt_set(m, 1, 2);
     tt_set(m, 2, 3);
     tt_set(m, 3, 1);
-    CHECK_EQ_INT(opreg__ref_copy_blocks(ks, 2, vs, 2, m), OPREG_OK);
+    CHECK_EQ_INT(checked_copy_blocks(ks, 2, vs, 2, m), OPREG_OK);
     CHECK(memcmp((char *)k0->data + 2 * 12, (char *)k0c->data + 0 * 12, 12) == 0);
     CHECK(memcmp((char *)k0->data + 1 * 12, (char *)k0c->data + 3 * 12, 12) == 0);
     CHECK(memcmp((char *)k0->data + 0 * 12, (char *)k0c->data + 0 * 12, 12) == 0);
     CHECK(memcmp((char *)k0->data + 3 * 12, (char *)k0c->data + 3 * 12, 12) == 0);
     CHECK(memcmp((char *)v1->data + 2 * 5, (char *)v1c->data + 0 * 5, 5) == 0);
     CHECK(memcmp((char *)v1->data + 1 * 5, (char *)v1c->data + 3 * 5, 5) == 0);
-    CHECK_EQ_INT(opreg__ref_copy_blocks(NULL, 0, NULL, 0, m), OPREG_OK); /* no layers */
+    CHECK_EQ_INT(checked_copy_blocks(NULL, 0, NULL, 0, m), OPREG_OK); /* no layers */
     tt_fill(src, -1, 1);
     tt_fill(dst, -1, 1);
     memcpy(dst0->data, dst->data, 80);
@@ -134,7 +133,7 @@ TEST(copy_and_swap_blocks) {
     tt_set(m, 1, 4);
     tt_set(m, 2, 2);
     tt_set(m, 3, 0);
-    CHECK_EQ_INT(opreg__ref_swap_blocks(src, dst, m), OPREG_OK);
+    CHECK_EQ_INT(checked_swap_blocks(src, dst, m), OPREG_OK);
     CHECK(memcmp((char *)dst->data + 4 * 16, src->data, 16) == 0);
     CHECK(memcmp(dst->data, (char *)src->data + 2 * 16, 16) == 0);
     CHECK(memcmp((char *)dst->data + 16, (char *)dst0->data + 16, 48) == 0);
@@ -168,27 +167,27 @@ static void setup(void) {
 TEST(bad_inputs) {
     opreg_status SH = OPREG_ERR_SHAPE, IA = OPREG_ERR_INVALID_ARGUMENT,
                  DM = OPREG_ERR_DEVICE_MISMATCH;
-#define RC opreg__ref_reshape_and_cache(KEY, VAL, KC, VC, SM, "auto", 1.0)
+#define RC checked_reshape_and_cache(KEY, VAL, KC, VC, SM, "auto", 1.0)
     setup();
     EXPECT_REFUSED(IA, "'kv_cache_dtype': unsupported \"fp16\"",
-                   opreg__ref_reshape_and_cache(KEY, VAL, KC, VC, SM, "fp16", 1.0));
+                   checked_reshape_and_cache(KEY, VAL, KC, VC, SM, "fp16", 1.0));
     setup();
     KC->dtype = DT(BF16);
     VC->dtype = DT(BF16);
     EXPECT_REFUSED(SH, "'key_cache': dtype bf16 differs from 'key'", RC);
     setup();
     EXPECT_REFUSED(SH, "'key_cache': expected dtype u8 or f8_e4m3fn",
-                   opreg__ref_reshape_and_cache(KEY, VAL, KC, VC, SM, "fp8", 1.0));
+                   checked_reshape_and_cache(KEY, VAL, KC, VC, SM, "fp8", 1.0));
     setup();
     KC->dtype = DT(F8_E4M3FN);
     VC->dtype = DT(F8_E4M3FN);
     EXPECT_REFUSED(SH, "'key_cache': expected dtype u8 or f8_e5m2",
-                   opreg__ref_reshape_and_cache(KEY, VAL, KC, VC, SM, "fp8_e5m2", 1.0));
+                   checked_reshape_and_cache(KEY, VAL, KC, VC, SM, "fp8_e5m2", 1.0));
     setup();
     KC->dtype = DT(U8);
     VC->dtype = DT(U8);
     EXPECT_REFUSED(IA, "'kv_scale': must be finite and > 0",
-                   opreg__ref_reshape_and_cache(KEY, VAL, KC, VC, SM, "fp8", 0.0));
+                   checked_reshape_and_cache(KEY, VAL, KC, VC, SM, "fp8", 0.0));
     setup();
     VC->dtype = DT(F16);
     EXPECT_REFUSED(SH, "'value_cache': dtype f16 differs", RC);
@@ -246,11 +245,11 @@ TEST(bad_inputs) {
     EXPECT_REFUSED(DM, "'value_cache' is on cuda", RC);
     setup();
     EXPECT_REFUSED(IA, "'slot_mapping': tensor is NULL",
-                   opreg__ref_reshape_and_cache(KEY, VAL, KC, VC, NULL, "auto", 1.0));
+                   checked_reshape_and_cache(KEY, VAL, KC, VC, NULL, "auto", 1.0));
 #undef RC
     {
         /* flash: [nblk, bs, H, D] */
-#define RF opreg__ref_reshape_and_cache_flash(KEY, VAL, KC, VC, SM, "auto")
+#define RF checked_reshape_and_cache_flash(KEY, VAL, KC, VC, SM, "auto")
         setup();
         KC->ndim = 4;
         KC->shape[0] = 2;
@@ -278,11 +277,11 @@ TEST(bad_inputs) {
     }
     {
         const opreg_tensor *ks[2], *vs[2];
-#define CB  opreg__ref_copy_blocks(ks, 2, vs, 2, M)
+#define CB  checked_copy_blocks(ks, 2, vs, 2, M)
 #define L() (setup(), ks[0] = K0, ks[1] = K1, vs[0] = V0, vs[1] = V1)
         L();
         EXPECT_REFUSED(IA, "'value_caches': 1 layers, but key_caches has 2",
-                       opreg__ref_copy_blocks(ks, 2, vs, 1, M));
+                       checked_copy_blocks(ks, 2, vs, 1, M));
         L();
         M->shape[1] = 3;
         EXPECT_REFUSED(SH, "'block_mapping': expected size 2 in dim 1", CB);
@@ -325,7 +324,7 @@ TEST(bad_inputs) {
 #undef CB
 #undef L
     }
-#define SB opreg__ref_swap_blocks(SRC, DST, M)
+#define SB checked_swap_blocks(SRC, DST, M)
     setup();
     DST->dtype = DT(F16);
     EXPECT_REFUSED(SH, "'dst': dtype f16 differs", SB);

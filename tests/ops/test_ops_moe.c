@@ -15,7 +15,7 @@ TEST(moe_align_example) {
         ((int32_t *)sorted->data)[i] = 12; /* caller's fill_(numel) */
     for (int i = 0; i < 6; i++)
         ((int32_t *)experts->data)[i] = -7;
-    CHECK_EQ_INT(opreg__ref_moe_align_block_size(ids, 4, 4, sorted, experts, post), OPREG_OK);
+    CHECK_EQ_INT(checked_moe_align_block_size(ids, 4, 4, sorted, experts, post), OPREG_OK);
     for (int i = 0; i < 16; i++)
         CHECK_EQ_INT(((int32_t *)sorted->data)[i], want_sorted[i]);
     for (int i = 16; i < 24; i++)
@@ -36,7 +36,7 @@ TEST(moe_align_random_invariants) {
         ((int64_t *)ids->data)[i] = (int64_t)tt_rand(0, 5);
     for (int i = 0; i < 74 + 35; i++)
         s[i] = 74;
-    CHECK_EQ_INT(opreg__ref_moe_align_block_size(ids, 5, 8, sorted, experts, post), OPREG_OK);
+    CHECK_EQ_INT(checked_moe_align_block_size(ids, 5, 8, sorted, experts, post), OPREG_OK);
     n = ((int32_t *)post->data)[0];
     CHECK(n % 8 == 0 && n <= 74 + 35);
     for (int i = 0; i < n; i++) {
@@ -60,7 +60,7 @@ TEST(topk_softmax_hand) {
     for (int t = 0; t < 2; t++)
         for (int e = 0; e < 5; e++)
             tt_set(g, t * 5 + e, logits[t][e]);
-    CHECK_EQ_INT(opreg__ref_topk_softmax(w, ix, tei, g), OPREG_OK);
+    CHECK_EQ_INT(checked_topk_softmax(w, ix, tei, g), OPREG_OK);
     for (int t = 0; t < 2; t++) {
         long double sum = 0;
         for (int e = 0; e < 5; e++)
@@ -91,7 +91,7 @@ static void setup(void) {
 
 TEST(bad_inputs) {
     opreg_status SH = OPREG_ERR_SHAPE, IA = OPREG_ERR_INVALID_ARGUMENT;
-#define MA opreg__ref_moe_align_block_size(IDS, 4, 4, SO, EX, NP)
+#define MA checked_moe_align_block_size(IDS, 4, 4, SO, EX, NP)
     setup();
     IDS->dtype = DT(F32);
     EXPECT_REFUSED(SH, "'topk_ids': expected dtype i32 or i64", MA);
@@ -100,10 +100,10 @@ TEST(bad_inputs) {
     EXPECT_REFUSED(SH, "'topk_ids': expected rank 2", MA);
     setup();
     EXPECT_REFUSED(IA, "'num_experts': must be in",
-                   opreg__ref_moe_align_block_size(IDS, 0, 4, SO, EX, NP));
+                   checked_moe_align_block_size(IDS, 0, 4, SO, EX, NP));
     setup();
     EXPECT_REFUSED(IA, "'block_size': must be in",
-                   opreg__ref_moe_align_block_size(IDS, 4, 0, SO, EX, NP));
+                   checked_moe_align_block_size(IDS, 4, 0, SO, EX, NP));
     setup();
     SO->shape[0] = 17;
     EXPECT_REFUSED(SH, "'sorted_token_ids': needs at least 18 elements", MA);
@@ -139,7 +139,7 @@ TEST(bad_inputs) {
     NP->device.device_type = kDLCUDA;
     EXPECT_REFUSED(OPREG_ERR_DEVICE_MISMATCH, "'num_tokens_post_pad' is on cuda", MA);
 #undef MA
-#define TS opreg__ref_topk_softmax(W, IX, TEI, G)
+#define TS checked_topk_softmax(W, IX, TEI, G)
     setup();
     G->dtype = DT(I32);
     EXPECT_REFUSED(SH, "'gating_output': expected dtype", TS);

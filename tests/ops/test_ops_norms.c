@@ -31,7 +31,7 @@ TEST(rms_norm_matches_hand_computation) {
             DLTensor *o = tt_new(FLOATS[k], 2, (int64_t[]){ 3, h });
             tt_fill(x, -3, 3);
             tt_fill(w, 0.5, 1.5);
-            CHECK_EQ_INT(opreg__ref_rms_norm(o, x, w, 1e-6), OPREG_OK);
+            CHECK_EQ_INT(checked_rms_norm(o, x, w, 1e-6), OPREG_OK);
             for (int64_t r = 0; r < 3; r++)
                 for (int64_t i = 0; i < h; i++) {
                     double want = hand_rms(x, w, r, h, h, i, 1e-6), got = tt_get(o, r * h + i);
@@ -53,20 +53,20 @@ TEST(rms_norm_properties) {
     for (int r = 0; r < 4; r++)
         for (int i = 0; i < 9; i++)
             tt_set(x, r * 9 + i, r % 2 ? -ldexp(1, r * 3) : ldexp(1, -r));
-    CHECK_EQ_INT(opreg__ref_rms_norm(o, x, w, 0.0), OPREG_OK);
+    CHECK_EQ_INT(checked_rms_norm(o, x, w, 0.0), OPREG_OK);
     for (int r = 0; r < 4; r++)
         for (int i = 0; i < 9; i++)
             CHECK(tt_get(o, r * 9 + i) == (r % 2 ? -1.0 : 1.0));
     /* Scaling a row by a power of two changes nothing (eps 0). */
     tt_fill(x, -2, 2);
     tt_fill(w, -1, 1);
-    CHECK_EQ_INT(opreg__ref_rms_norm(o, x, w, 0.0), OPREG_OK);
+    CHECK_EQ_INT(checked_rms_norm(o, x, w, 0.0), OPREG_OK);
     for (int i = 0; i < 36; i++)
         tt_set(x, i, tt_get(x, i) * 8.0);
-    CHECK_EQ_INT(opreg__ref_rms_norm(o2, x, w, 0.0), OPREG_OK);
+    CHECK_EQ_INT(checked_rms_norm(o2, x, w, 0.0), OPREG_OK);
     CHECK(memcmp(o->data, o2->data, 36 * 4) == 0);
     /* In place (out is input) gives the same bytes. */
-    CHECK_EQ_INT(opreg__ref_rms_norm(x, x, w, 0.0), OPREG_OK);
+    CHECK_EQ_INT(checked_rms_norm(x, x, w, 0.0), OPREG_OK);
     CHECK(memcmp(x->data, o2->data, 36 * 4) == 0);
     tt_free_all();
 }
@@ -87,8 +87,8 @@ TEST(rms_norm_strided_rows) {
     x->shape[0] = 2;
     x->shape[1] = 3;
     x->shape[2] = 5;
-    CHECK_EQ_INT(opreg__ref_rms_norm(o1, v, w, 1e-5), OPREG_OK);
-    CHECK_EQ_INT(opreg__ref_rms_norm(o2, x, w, 1e-5), OPREG_OK);
+    CHECK_EQ_INT(checked_rms_norm(o1, v, w, 1e-5), OPREG_OK);
+    CHECK_EQ_INT(checked_rms_norm(o2, x, w, 1e-5), OPREG_OK);
     CHECK(memcmp(o1->data, o2->data, 30 * 2) == 0);
     tt_free_all();
 }
@@ -107,7 +107,7 @@ TEST(fused_add_rms_norm_matches_hand_computation) {
         memcpy(x0->data, x->data, tt_slot_of(x)->bytes);
         for (int64_t i = 0; i < 4 * h; i++)
             tt_set(z, i, tt_get(x, i) + tt_get(res, i));
-        CHECK_EQ_INT(opreg__ref_fused_add_rms_norm(x, res, w, 1e-5), OPREG_OK);
+        CHECK_EQ_INT(checked_fused_add_rms_norm(x, res, w, 1e-5), OPREG_OK);
         CHECK(memcmp(res->data, z->data, tt_slot_of(z)->bytes) == 0);
         for (int64_t r = 0; r < 4; r++)
             for (int64_t i = 0; i < h; i++) {
@@ -132,7 +132,7 @@ static void setup(void) {
 
 TEST(rms_norm_bad_inputs) {
     opreg_status SH = OPREG_ERR_SHAPE, IA = OPREG_ERR_INVALID_ARGUMENT;
-#define RMS opreg__ref_rms_norm(O, X, W, 1e-6)
+#define RMS checked_rms_norm(O, X, W, 1e-6)
     setup();
     X->dtype = DT(I32);
     EXPECT_REFUSED(SH, "'input': expected dtype f16, f32 or bf16, got i32", RMS);
@@ -184,7 +184,7 @@ TEST(rms_norm_bad_inputs) {
     W->data = NULL;
     EXPECT_REFUSED(IA, "'weight': data is NULL", RMS);
     setup();
-    EXPECT_REFUSED(IA, "'out': tensor is NULL", opreg__ref_rms_norm(NULL, X, W, 1e-6));
+    EXPECT_REFUSED(IA, "'out': tensor is NULL", checked_rms_norm(NULL, X, W, 1e-6));
     setup();
     O->device.device_type = kDLCUDA;
     EXPECT_REFUSED(OPREG_ERR_DEVICE_MISMATCH, "'out' is on cuda:0 but 'input' is on cpu", RMS);
@@ -200,16 +200,16 @@ TEST(rms_norm_bad_inputs) {
     X->shape[0] = 1;
     EXPECT_REFUSED(IA, "'out' overlaps 'weight'", RMS);
     setup();
-    EXPECT_REFUSED(IA, "'epsilon'", opreg__ref_rms_norm(O, X, W, -1.0));
+    EXPECT_REFUSED(IA, "'epsilon'", checked_rms_norm(O, X, W, -1.0));
     setup();
-    EXPECT_REFUSED(IA, "'epsilon'", opreg__ref_rms_norm(O, X, W, NAN));
+    EXPECT_REFUSED(IA, "'epsilon'", checked_rms_norm(O, X, W, NAN));
     setup();
     X->device.device_type = kDLCUDA;
     O->device.device_type = kDLCUDA;
     W->device.device_type = kDLCUDA;
     EXPECT_REFUSED(OPREG_ERR_UNSUPPORTED, "this kernel runs on the CPU", RMS);
 #undef RMS
-#define FA opreg__ref_fused_add_rms_norm(X, R, W, 1e-6)
+#define FA checked_fused_add_rms_norm(X, R, W, 1e-6)
     setup();
     R->dtype = DT(BF16);
     EXPECT_REFUSED(SH, "'residual': dtype bf16 differs", FA);
@@ -242,8 +242,7 @@ TEST(rms_norm_bad_inputs) {
     W->data = (char *)R->data + 8;
     EXPECT_REFUSED(IA, "'residual' overlaps 'weight'", FA);
     setup();
-    EXPECT_REFUSED(IA, "'residual': tensor is NULL",
-                   opreg__ref_fused_add_rms_norm(X, NULL, W, 1e-6));
+    EXPECT_REFUSED(IA, "'residual': tensor is NULL", checked_fused_add_rms_norm(X, NULL, W, 1e-6));
 #undef FA
     tt_free_all();
 }

@@ -17,7 +17,7 @@ TEST(static_fp8_exact) {
         tt_set(in, i, xs[i]);
     ((float *)in->data)[7] = NAN; /* fminf/fmaxf clamp: NaN -> +448 (CUDA's behaviour) */
     tt_set(scale, 0, 0.5);
-    CHECK_EQ_INT(opreg__ref_static_scaled_fp8_quant(out, in, scale), OPREG_OK);
+    CHECK_EQ_INT(checked_static_scaled_fp8_quant(out, in, scale), OPREG_OK);
     for (int i = 0; i < 7; i++)
         CHECK_EQ_INT(((uint8_t *)out->data)[i], want[i]);
     CHECK_EQ_INT(((uint8_t *)out->data)[7], 0x7E);
@@ -34,7 +34,7 @@ TEST(fp8_nearest_property_and_dynamic_scale) {
         tt_fill(in, -1000, 1000);
         for (int i = 0; i < 7 * 129; i++)
             amax = fmaxf(amax, fabsf((float)tt_get(in, i)));
-        CHECK_EQ_INT(opreg__ref_dynamic_scaled_fp8_quant(out, in, scale), OPREG_OK);
+        CHECK_EQ_INT(checked_dynamic_scaled_fp8_quant(out, in, scale), OPREG_OK);
         CHECK(((float *)scale->data)[0] == amax / 448.0f);
         inv = 1.0f / (amax / 448.0f);
         for (int i = 0; i < 7 * 129; i++) {
@@ -47,7 +47,7 @@ TEST(fp8_nearest_property_and_dynamic_scale) {
         }
         /* a larger scale already there wins (atomicMax) */
         tt_set(scale, 0, 1e6);
-        CHECK_EQ_INT(opreg__ref_dynamic_scaled_fp8_quant(out, in, scale), OPREG_OK);
+        CHECK_EQ_INT(checked_dynamic_scaled_fp8_quant(out, in, scale), OPREG_OK);
         CHECK(((float *)scale->data)[0] == 1e6f);
         tt_free_all();
     }
@@ -62,12 +62,12 @@ TEST(int8_exact) {
     for (int i = 0; i < 10; i++)
         tt_set(in, i, xs[i]);
     tt_set(scale, 0, 1.0);
-    CHECK_EQ_INT(opreg__ref_static_scaled_int8_quant(out, in, scale), OPREG_OK);
+    CHECK_EQ_INT(checked_static_scaled_int8_quant(out, in, scale), OPREG_OK);
     for (int i = 0; i < 10; i++)
         CHECK_EQ_INT(o[i], st[i]);
     ((float *)in->data)[0] = NAN;
     tt_set(scale, 0, 0.5); /* x / 0.5: 1.0 -> 2, 0.25 -> 0.5 -> 0 (ties to even) */
-    CHECK_EQ_INT(opreg__ref_static_scaled_int8_quant(out, in, scale), OPREG_OK);
+    CHECK_EQ_INT(checked_static_scaled_int8_quant(out, in, scale), OPREG_OK);
     CHECK_EQ_INT(o[0], 0);
     CHECK_EQ_INT(o[5], 2);
     CHECK_EQ_INT(o[8], 0);
@@ -77,7 +77,7 @@ TEST(int8_exact) {
     ((float *)in->data)[0] = 0;
     for (int i = 0; i < 5; i++)
         tt_set(in, i, 0.0);
-    CHECK_EQ_INT(opreg__ref_dynamic_scaled_int8_quant(out, in, ts), OPREG_OK);
+    CHECK_EQ_INT(checked_dynamic_scaled_int8_quant(out, in, ts), OPREG_OK);
     CHECK(((float *)ts->data)[0] == 0.0f); /* a zero row: scale 0, outputs 0 */
     for (int i = 0; i < 5; i++)
         CHECK_EQ_INT(o[i], 0);
@@ -92,7 +92,7 @@ TEST(int8_exact) {
 TEST(int8_random_dequantises_within_half_step) {
     DLTensor *in = TT(BF16, 9, 301), *out = TT(I8, 9, 301), *ts = TT(F32, 9, 1);
     tt_fill(in, -7, 7);
-    CHECK_EQ_INT(opreg__ref_dynamic_scaled_int8_quant(out, in, ts), OPREG_OK);
+    CHECK_EQ_INT(checked_dynamic_scaled_int8_quant(out, in, ts), OPREG_OK);
     for (int r = 0; r < 9; r++) {
         double s = ((float *)ts->data)[r], amax = 0;
         int hit = 0;
@@ -122,10 +122,9 @@ static void setup(int fp8, int per_token) {
 typedef opreg_status (*qfn)(const opreg_tensor *, const opreg_tensor *, const opreg_tensor *);
 
 TEST(bad_inputs) {
-    static const qfn fns[4] = { opreg__ref_static_scaled_fp8_quant,
-                                opreg__ref_dynamic_scaled_fp8_quant,
-                                opreg__ref_static_scaled_int8_quant,
-                                opreg__ref_dynamic_scaled_int8_quant };
+    static const qfn fns[4] = { checked_static_scaled_fp8_quant, checked_dynamic_scaled_fp8_quant,
+                                checked_static_scaled_int8_quant,
+                                checked_dynamic_scaled_int8_quant };
     static const qfn checks[4] = { opreg__check_static_scaled_fp8_quant,
                                    opreg__check_dynamic_scaled_fp8_quant,
                                    opreg__check_static_scaled_int8_quant,

@@ -32,8 +32,7 @@ TEST(hand_computation) {
                     tt_fill(q, -2, 2);
                     tt_fill(kk, -2, 2);
                     memcpy(q0->data, q->data, tt_slot_of(q)->bytes);
-                    CHECK_EQ_INT(opreg__ref_rotary_embedding(pos, q, kk, hs, cache, neox),
-                                 OPREG_OK);
+                    CHECK_EQ_INT(checked_rotary_embedding(pos, q, kk, hs, cache, neox), OPREG_OK);
                     for (int64_t tok = 0; tok < t; tok++)
                         for (int64_t h = 0; h < nh; h++) {
                             int64_t b = (tok * nh + h) * hs, p = (int64_t)tt_get(pos, tok);
@@ -67,16 +66,15 @@ TEST(position_zero_is_identity_and_batched_matches) {
     memcpy(q2->data, q->data, 6 * 32 * 4);
     memcpy(k2->data, k->data, 6 * 16 * 4);
     /* position 0: cos 1, sin 0 -> unchanged */
-    CHECK_EQ_INT(opreg__ref_rotary_embedding(pos, q, k, 16, cache, true), OPREG_OK);
+    CHECK_EQ_INT(checked_rotary_embedding(pos, q, k, 16, cache, true), OPREG_OK);
     CHECK(memcmp(q->data, q0->data, 6 * 32 * 4) == 0);
     for (int i = 0; i < 6; i++) {
         tt_set(pos, i, i * 3);
         tt_set(off, i, 20 - i);
         tt_set(pos2, i, i * 3 + 20 - i);
     }
-    CHECK_EQ_INT(opreg__ref_batched_rotary_embedding(pos, q, k, 16, cache, false, 16, off),
-                 OPREG_OK);
-    CHECK_EQ_INT(opreg__ref_rotary_embedding(pos2, q2, k2, 16, cache, false), OPREG_OK);
+    CHECK_EQ_INT(checked_batched_rotary_embedding(pos, q, k, 16, cache, false, 16, off), OPREG_OK);
+    CHECK_EQ_INT(checked_rotary_embedding(pos2, q2, k2, 16, cache, false), OPREG_OK);
     CHECK(memcmp(q->data, q2->data, 6 * 32 * 4) == 0);
     CHECK(memcmp(k->data, k2->data, 6 * 16 * 4) == 0);
     /* rotation keeps each pair's norm */
@@ -105,8 +103,8 @@ static void setup(void) {
 
 TEST(bad_inputs) {
     opreg_status SH = OPREG_ERR_SHAPE, IA = OPREG_ERR_INVALID_ARGUMENT;
-#define R     opreg__ref_rotary_embedding(P, Q, K, 16, C, true)
-#define B(rd) opreg__ref_batched_rotary_embedding(P, Q, K, 16, C, false, rd, OFF)
+#define R     checked_rotary_embedding(P, Q, K, 16, C, true)
+#define B(rd) checked_batched_rotary_embedding(P, Q, K, 16, C, false, rd, OFF)
     setup();
     P->dtype = DT(I32);
     EXPECT_REFUSED(SH, "'positions': expected dtype i64", R);
@@ -138,8 +136,7 @@ TEST(bad_inputs) {
     C->shape[0] = 4;
     EXPECT_REFUSED(SH, "rot_dim (dim 1) must be even", R);
     setup();
-    EXPECT_REFUSED(IA, "'head_size': must be > 0",
-                   opreg__ref_rotary_embedding(P, Q, K, 0, C, true));
+    EXPECT_REFUSED(IA, "'head_size': must be > 0", checked_rotary_embedding(P, Q, K, 0, C, true));
     setup();
     tt_set_strides(Q, (int64_t[]){ 1, 4 });
     EXPECT_REFUSED(SH, "'query': last dim must have stride 1, got 4", R);
@@ -168,8 +165,7 @@ TEST(bad_inputs) {
     C->device.device_type = kDLCUDA;
     EXPECT_REFUSED(OPREG_ERR_DEVICE_MISMATCH, "'cos_sin_cache' is on cuda", R);
     setup();
-    EXPECT_REFUSED(IA, "'key': tensor is NULL",
-                   opreg__ref_rotary_embedding(P, Q, NULL, 16, C, true));
+    EXPECT_REFUSED(IA, "'key': tensor is NULL", checked_rotary_embedding(P, Q, NULL, 16, C, true));
     setup();
     EXPECT_REFUSED(IA, "'rot_dim': 6 differs", B(6));
     setup();
