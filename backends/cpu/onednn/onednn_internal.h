@@ -28,6 +28,10 @@ void opreg__mm_release(opreg__mm_prim *prim);
 /* oneDNN's name for the implementation, e.g. "gemm:jit". */
 const char *opreg__mm_impl(const opreg__mm_prim *prim);
 
+/* Bytes of scratchpad oneDNN asked for @p prim; each execution passes a
+ * buffer of the calling thread that size (0: none). */
+size_t opreg__mm_scratchpad_bytes(const opreg__mm_prim *prim);
+
 /* Run on this thread's stream and wait. @p bias may be NULL when the key has
  * none. Pointers are to the first elements of the key's layouts. */
 opreg_status opreg__mm_execute(const opreg__mm_prim *prim, const void *src, const void *wei,

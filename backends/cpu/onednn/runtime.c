@@ -6,8 +6,16 @@
  * key. The cache is a small LRU array under one mutex; lookups are short and
  * creation happens outside the lock. An entry evicted while another thread
  * still runs it is detached and destroyed by its last user, which is why
- * entries are reference counted. Executing one primitive from several
- * threads at once is safe in oneDNN (its scratchpad is per thread). */
+ * entries are reference counted.
+ *
+ * Every primitive is made with a user-managed scratchpad, and each call
+ * hands oneDNN a buffer of the calling thread. oneDNN's default ("library")
+ * scratchpad is bound to the thread that created the primitive and shared
+ * by all primitives that thread made, so a cached primitive run from
+ * another thread, or two primitives of one creator run at once, would share
+ * or overrun one buffer. Kernels that need a scratchpad (the AMX brgemm
+ * matmuls do, for their tile configuration and copies) gave wrong results
+ * that way when called from several threads. */
 #include "backends/cpu/onednn/onednn_internal.h"
 
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -26,17 +34,24 @@
 struct opreg__mm_prim {
     opreg__mm_key key;
     dnnl_primitive_t prim; /* NULL: oneDNN has no implementation for the key */
-    dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md;
+    dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md, scratch_md;
+    size_t scratch_bytes; /* what oneDNN asks of the caller per execution */
     char impl[64];
     int refs;       /* guarded by cache_lock, as are the two below */
     bool detached;  /* evicted while in use: the last release destroys it */
     uint64_t stamp; /* last use, for LRU */
 };
 
+/* A growable 64-byte aligned buffer, reused call after call. */
+struct buffer {
+    void *p;
+    size_t cap;
+};
+
 struct thread_state {
     dnnl_stream_t stream;
-    void *scratch;
-    size_t scratch_cap;
+    struct buffer scratch; /* opreg's conversions (opreg__onednn_scratch) */
+    struct buffer dnnl;    /* oneDNN's scratchpad during an execution */
 };
 
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
@@ -60,7 +75,8 @@ opreg_status opreg__dnnl_fail(dnnl_status_t st, const char *what) {
 static void thread_state_free(void *p) {
     struct thread_state *ts = p;
     if (ts->stream) dnnl_stream_destroy(ts->stream);
-    free(ts->scratch);
+    free(ts->scratch.p);
+    free(ts->dnnl.p);
     free(ts);
 }
 
@@ -102,20 +118,25 @@ static opreg_status thread_state(struct thread_state **out) {
     return OPREG_OK;
 }
 
-opreg_status opreg__onednn_scratch(size_t bytes, void **out) {
-    struct thread_state *ts;
-    OPREG__TRY(thread_state(&ts));
-    if (ts->scratch_cap < bytes) {
+static opreg_status buffer_reserve(struct buffer *b, size_t bytes, const char *what) {
+    if (b->cap < bytes) {
         size_t cap = (bytes + 4095u) & ~(size_t)4095u;
         void *p = cap < bytes ? NULL : aligned_alloc(64, cap);
         if (!p)
-            return opreg__fail(OPREG_ERR_OUT_OF_MEMORY,
-                               "oneDNN: no memory for %zu bytes of scratch", bytes);
-        free(ts->scratch);
-        ts->scratch = p;
-        ts->scratch_cap = cap;
+            return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "oneDNN: no memory for %zu bytes of %s",
+                               bytes, what);
+        free(b->p);
+        b->p = p;
+        b->cap = cap;
     }
-    *out = ts->scratch;
+    return OPREG_OK;
+}
+
+opreg_status opreg__onednn_scratch(size_t bytes, void **out) {
+    struct thread_state *ts;
+    OPREG__TRY(thread_state(&ts));
+    OPREG__TRY(buffer_reserve(&ts->scratch, bytes, "scratch"));
+    *out = ts->scratch.p;
     return OPREG_OK;
 }
 
@@ -138,6 +159,7 @@ static opreg_status prim_create(const opreg__mm_key *key, opreg__mm_prim **out) 
     bool has_bias = key->bias != dnnl_data_type_undef;
     dnnl_matmul_desc_t desc;
     dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_attr_t attr = NULL;
     const char *impl = NULL;
     dnnl_status_t st;
     opreg__mm_prim *p = calloc(1, sizeof *p);
@@ -151,7 +173,11 @@ static opreg_status prim_create(const opreg__mm_key *key, opreg__mm_prim **out) 
     if (st == dnnl_success)
         st = dnnl_matmul_desc_init(&desc, &p->src_md, &p->wei_md, has_bias ? &p->bias_md : NULL,
                                    &p->dst_md);
-    if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &desc, NULL, engine, NULL);
+    if (st == dnnl_success) st = dnnl_primitive_attr_create(&attr);
+    if (st == dnnl_success)
+        st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL);
+    if (attr) dnnl_primitive_attr_destroy(attr); /* the descriptor keeps its own copy */
     if (st == dnnl_unimplemented) {
         snprintf(p->impl, sizeof p->impl, "none");
         *out = p;
@@ -159,7 +185,13 @@ static opreg_status prim_create(const opreg__mm_key *key, opreg__mm_prim **out) 
     }
     if (st == dnnl_success) st = dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
     if (st == dnnl_success) {
+        const dnnl_memory_desc_t *smd =
+            dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
         snprintf(p->impl, sizeof p->impl, "%s", impl ? impl : "?");
+        if (smd) {
+            p->scratch_md = *smd;
+            p->scratch_bytes = dnnl_memory_desc_get_size(smd);
+        }
         st = dnnl_primitive_create(&p->prim, pd);
     }
     if (pd) dnnl_primitive_desc_destroy(pd); /* the primitive keeps its own copy */
@@ -252,11 +284,13 @@ const char *opreg__mm_impl(const opreg__mm_prim *p) {
 opreg_status opreg__mm_execute(const opreg__mm_prim *p, const void *src, const void *wei,
                                const void *bias, void *dst) {
     struct thread_state *ts;
-    dnnl_memory_t mem[4] = { NULL, NULL, NULL, NULL };
-    dnnl_exec_arg_t args[4];
+    dnnl_memory_t mem[5] = { NULL, NULL, NULL, NULL, NULL };
+    dnnl_exec_arg_t args[5];
     dnnl_status_t st;
-    int n = bias ? 4 : 3;
+    int n = 3;
     OPREG__TRY(thread_state(&ts));
+    if (p->scratch_bytes)
+        OPREG__TRY(buffer_reserve(&ts->dnnl, p->scratch_bytes, "oneDNN scratchpad"));
     /* Memory objects only wrap the caller's pointers (no allocation of
      * data); oneDNN's API takes void * but reads src, weights and bias. */
     st = dnnl_memory_create(&mem[0], &p->src_md, engine, (void *)src);
@@ -264,17 +298,24 @@ opreg_status opreg__mm_execute(const opreg__mm_prim *p, const void *src, const v
     if (st == dnnl_success) st = dnnl_memory_create(&mem[2], &p->dst_md, engine, dst);
     if (st == dnnl_success && bias)
         st = dnnl_memory_create(&mem[3], &p->bias_md, engine, (void *)bias);
+    if (st == dnnl_success && p->scratch_bytes)
+        st = dnnl_memory_create(&mem[4], &p->scratch_md, engine, ts->dnnl.p);
     if (st == dnnl_success) {
         args[0] = (dnnl_exec_arg_t){ DNNL_ARG_SRC, mem[0] };
         args[1] = (dnnl_exec_arg_t){ DNNL_ARG_WEIGHTS, mem[1] };
         args[2] = (dnnl_exec_arg_t){ DNNL_ARG_DST, mem[2] };
-        args[3] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, mem[3] };
+        if (bias) args[n++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, mem[3] };
+        if (p->scratch_bytes) args[n++] = (dnnl_exec_arg_t){ DNNL_ARG_SCRATCHPAD, mem[4] };
         st = dnnl_primitive_execute(p->prim, ts->stream, n, args);
     }
     if (st == dnnl_success) st = dnnl_stream_wait(ts->stream);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (mem[i]) dnnl_memory_destroy(mem[i]);
     return st == dnnl_success ? OPREG_OK : opreg__dnnl_fail(st, "matmul execution");
+}
+
+size_t opreg__mm_scratchpad_bytes(const opreg__mm_prim *p) {
+    return p->scratch_bytes;
 }
 
 uint64_t opreg__onednn_primitives_created(void) {

@@ -109,7 +109,14 @@ static void *thread_main(void *arg) {
     for (int i = 0; i < 40 && *ok; i++) {
         int one = 0;
         opreg_dtype dt = i % 2 ? OPREG_DTYPE_BF16 : OPREG_DTYPE_F32;
-        if (linear_once(dt, 1 + i % 5, 16 + i % 3, 64 + i % 7, &one) != OPREG_OK || !one) *ok = 0;
+        int64_t m = 1 + i % 5, n = 16 + i % 3, k = 64 + i % 7;
+        opreg_status st = linear_once(dt, m, n, k, &one);
+        if (st != OPREG_OK || !one) {
+            fprintf(stderr, "thread: %s %lldx%lldx%lld: %s\n", opreg_dtype_name(dt), (long long)m,
+                    (long long)n, (long long)k,
+                    st != OPREG_OK ? opreg_last_error() : "wrong result");
+            *ok = 0;
+        }
     }
     return NULL;
 }
@@ -123,6 +130,77 @@ TEST(threads) {
         pthread_join(th[i], NULL);
     for (int i = 0; i < 4; i++)
         CHECK_EQ_INT(ok[i], 1);
+}
+
+/* One cached primitive run by several threads at the same time, each on its
+ * own data. In oneDNN's default scratchpad mode a primitive owns a single
+ * scratchpad, so concurrent runs of it would share their temporaries (the
+ * AMX and brgemm kernels keep copies of the inputs there); opreg gives each
+ * calling thread its own. Every element is checked, not one. */
+static int linear_all_ok(opreg_dtype dt, int64_t m, int64_t n, int64_t k) {
+    tt x, w, out;
+    int ok = 1;
+    tt_2d(&x, dt, m, k);
+    tt_2d(&w, dt, n, k);
+    tt_2d(&out, dt, m, n);
+    tt_fill(&x, 1.0f);
+    tt_fill(&w, 1.0f);
+    if (opreg__onednn_linear(&out.t, &x.t, &w.t, NULL) != OPREG_OK) ok = 0;
+    for (int64_t i = 0; ok && i < m; i++)
+        for (int64_t j = 0; ok && j < n; j++) {
+            double ref = 0, mag = 0, got = tt_get(&out, (size_t)(i * n + j));
+            for (int64_t p = 0; p < k; p++) {
+                double prod = tt_get(&x, (size_t)(i * k + p)) * tt_get(&w, (size_t)(j * k + p));
+                ref += prod;
+                mag += fabs(prod);
+            }
+            if (!(fabs(got - ref) <=
+                  1e-5 * mag + 1e-30 + (dt == OPREG_DTYPE_BF16 ? fabs(ref) / 256 : 0))) {
+                fprintf(stderr, "%s %lldx%lldx%lld [%lld,%lld]: got %.9g, want %.9g\n",
+                        opreg_dtype_name(dt), (long long)m, (long long)n, (long long)k,
+                        (long long)i, (long long)j, got, ref);
+                ok = 0;
+            }
+        }
+    tt_free(&x);
+    tt_free(&w);
+    tt_free(&out);
+    return ok;
+}
+
+struct same_arg {
+    opreg_dtype dt;
+    int ok;
+};
+
+static void *same_main(void *arg) {
+    struct same_arg *a = arg;
+    a->ok = 1;
+    for (int i = 0; i < 30 && a->ok; i++)
+        a->ok = linear_all_ok(a->dt, 9, 96, 333);
+    return NULL;
+}
+
+TEST(one_primitive_many_threads) {
+    opreg_dtype dts[2] = { OPREG_DTYPE_F32, OPREG_DTYPE_BF16 };
+    for (int d = 0; d < 2; d++) {
+        pthread_t th[4];
+        struct same_arg a[4];
+        char impl[128];
+        CHECK_EQ_INT(opreg__onednn_linear_impl(dts[d], 9, 96, 333, false, impl, sizeof impl),
+                     OPREG_OK);
+        for (int i = 0; i < 4; i++) {
+            a[i] = (struct same_arg){ dts[d], 0 };
+            CHECK_EQ_INT(pthread_create(&th[i], NULL, same_main, &a[i]), 0);
+        }
+        for (int i = 0; i < 4; i++)
+            pthread_join(th[i], NULL);
+        for (int i = 0; i < 4; i++)
+            if (!a[i].ok) {
+                TEST_FAIL_AT("%s via %s, thread %d of 4", opreg_dtype_name(dts[d]), impl, i);
+                return;
+            }
+    }
 }
 
 /* AMX as Linux reports it: both amx_bf16 and amx_tile in /proc/cpuinfo. */
@@ -166,6 +244,7 @@ int main(void) {
     RUN(cache_scaled_mm_one_primitive_per_shape);
     RUN(cache_eviction);
     RUN(threads);
+    RUN(one_primitive_many_threads);
     RUN(isa_and_amx);
     return test_summary();
 }
