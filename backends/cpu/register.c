@@ -35,9 +35,9 @@
 OPREG__CATALOGUE_OPS(CHECK_FN)
 #undef CHECK_FN
 
-/* linear is outside the table: its check also gives the result's shape,
- * which opreg__linear_into_new asks it for again. Here, as for every op, it
- * refuses bad arguments before the host-memory check. */
+/* linear is outside the table (its check can also give the result's
+ * shape). Here, as for every op, it runs once, before the host-memory check
+ * and the providers, which then take checked arguments. */
 static opreg_status check_linear(const opreg_value *args) {
     return opreg__check_linear(TS(0), TS(1), OT(2), NULL, NULL, NULL);
 }
@@ -361,13 +361,13 @@ static opreg_status onednn_linear(const opreg_tensor *out, const opreg_tensor *i
 static opreg_status run_linear_onednn(const opreg_value *args, opreg_value *rets,
                                       const struct cpu_provider *p) {
     (void)p;
-    return opreg__linear_into_new(rets, args, TS(0)->device, onednn_linear);
+    return opreg__linear_checked_into_new(rets, args, TS(0)->device, onednn_linear);
 }
 
 static opreg_status run_linear_portable(const opreg_value *args, opreg_value *rets,
                                         const struct cpu_provider *p) {
     (void)p;
-    return opreg__linear_into_new(rets, args, TS(0)->device, opreg__ref_linear);
+    return opreg__linear_checked_into_new(rets, args, TS(0)->device, opreg__ref_linear);
 }
 
 static bool linear_covers(const opreg_value *args, char *why, size_t cap) {

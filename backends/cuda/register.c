@@ -409,7 +409,7 @@ static opreg_status cuda_linear(void *context, const opreg_op *o, const opreg_va
     OPREG__TRY(chk_available(op));
     id = TS(0)->device.device_id;
     OPREG__TRY(opreg__cuda_enter(id, &prev, op));
-    opreg_status st = opreg__linear_into_new(rets, args, TS(0)->device, linear_kernel);
+    opreg_status st = opreg__linear_checked_into_new(rets, args, TS(0)->device, linear_kernel);
     opreg__cuda_leave(id, prev);
     return st;
 }

@@ -2,6 +2,7 @@
  * defined under `_C`; and the allocation of linear's result, which every
  * key's linear kernel shares. */
 #include "ops/check/check.h"
+#include "ops/ops_internal.h"
 #include "ops/register/catalogue.h"
 
 OPREG_LIBRARY(_C, m) {
@@ -13,15 +14,9 @@ OPREG_LIBRARY(_C, m) {
 #define TS OPREG__ARG_T
 #define OT OPREG__ARG_OPT_T
 
-opreg_status opreg__linear_into_new(opreg_value *rets, const opreg_value *args, DLDevice device,
-                                    opreg_status (*kernel)(const opreg_tensor *out,
-                                                           const opreg_tensor *input,
-                                                           const opreg_tensor *weight,
-                                                           const opreg_tensor *bias)) {
-    int ndim;
-    int64_t shape[16];
-    opreg_dtype dtype;
-    OPREG__TRY(opreg__check_linear(TS(0), TS(1), OT(2), &ndim, shape, &dtype));
+static opreg_status linear_run_new(opreg_value *rets, const opreg_value *args, DLDevice device,
+                                   opreg__linear_fn kernel, int ndim, const int64_t *shape,
+                                   opreg_dtype dtype) {
     DLTensor *out;
     OPREG__TRY(opreg_tensor_empty(&out, device, dtype, ndim, shape));
     if (kernel) {
@@ -33,4 +28,24 @@ opreg_status opreg__linear_into_new(opreg_value *rets, const opreg_value *args, 
     }
     rets[0] = opreg_tensor_value(out);
     return OPREG_OK;
+}
+
+opreg_status opreg__linear_into_new(opreg_value *rets, const opreg_value *args, DLDevice device,
+                                    opreg__linear_fn kernel) {
+    int ndim;
+    int64_t shape[OPREG__MAX_DIMS];
+    opreg_dtype dtype;
+    OPREG__TRY(opreg__check_linear(TS(0), TS(1), OT(2), &ndim, shape, &dtype));
+    return linear_run_new(rets, args, device, kernel, ndim, shape, dtype);
+}
+
+opreg_status opreg__linear_checked_into_new(opreg_value *rets, const opreg_value *args,
+                                            DLDevice device, opreg__linear_fn kernel) {
+    const opreg_tensor *input = TS(0);
+    int64_t shape[OPREG__MAX_DIMS];
+    for (int d = 0; d + 1 < input->ndim; d++)
+        shape[d] = input->shape[d];
+    shape[input->ndim - 1] = TS(1)->shape[0];
+    return linear_run_new(rets, args, device, kernel, input->ndim, shape,
+                          (opreg_dtype)opreg__dtype_of(input));
 }

@@ -54,12 +54,20 @@ OPREG_DECLARE_LIBRARY_IMPL(_C, CPU);
 #define OPREG__TABLE_KERNEL_SOME(prefix, fn, op, arglist)                                          \
     __attribute__((unused)) OPREG__KERNEL(prefix##_##op, fn##op arglist)
 
-/* linear: allocate the result on @p device (from the checks' shape), run
- * @p kernel into it, and hand it to the caller through rets[0]. */
+/* linear's kernel into a new result. */
+typedef opreg_status (*opreg__linear_fn)(const opreg_tensor *out, const opreg_tensor *input,
+                                         const opreg_tensor *weight, const opreg_tensor *bias);
+
+/* linear: check the arguments, allocate the result on @p device (the
+ * check gives its shape), run @p kernel into it (NULL: none, for Meta) and
+ * hand it to the caller through rets[0]. */
 opreg_status opreg__linear_into_new(opreg_value *rets, const opreg_value *args, DLDevice device,
-                                    opreg_status (*kernel)(const opreg_tensor *out,
-                                                           const opreg_tensor *input,
-                                                           const opreg_tensor *weight,
-                                                           const opreg_tensor *bias));
+                                    opreg__linear_fn kernel);
+
+/* The same for arguments the caller has checked already (the CPU key
+ * checks once, before its providers): the result has input's leading
+ * dims, then weight's rows, in input's dtype. */
+opreg_status opreg__linear_checked_into_new(opreg_value *rets, const opreg_value *args,
+                                            DLDevice device, opreg__linear_fn kernel);
 
 #endif

@@ -108,7 +108,6 @@ opreg_status opreg__onednn_linear(opreg_tensor *out, const opreg_tensor *input,
     opreg__mm_key key;
     opreg__mm_prim *prim;
     opreg_status st;
-    OPREG__TRY(opreg__onednn_check_linear(out, input, weight, bias));
     dt = input->dtype.code == kDLBfloat ? OPREG_DTYPE_BF16 : OPREG_DTYPE_F32;
     m = leading_rows(input);
     n = weight->shape[0];

@@ -2,9 +2,13 @@
  * kernels of _C::linear and _C::cutlass_scaled_mm. Not installed; the
  * header needs no oneDNN header, so tests and tools can include it.
  *
- * Every function is thread-safe. The kernels check their arguments with the
- * check functions below before writing anything, and set
- * opreg_last_error() on failure. Tensors are borrowed for the call only. */
+ * Every function is thread-safe. The kernels take checked arguments: each
+ * has passed the op's check of ops/check (opreg__check_<op>), lies in host
+ * memory and is covered by the path (the _covers functions below). The CPU
+ * key's registered kernel does all three once, before it chooses a provider
+ * (backends/cpu/register.c); nothing here checks again. A kernel fails only
+ * for what the check cannot know (memory, oneDNN itself), setting
+ * opreg_last_error(). Tensors are borrowed for the call only. */
 #ifndef OPREG_BACKENDS_CPU_ONEDNN_H
 #define OPREG_BACKENDS_CPU_ONEDNN_H
 
@@ -27,16 +31,6 @@ opreg_status opreg__onednn_linear(opreg_tensor *out, const opreg_tensor *input,
 opreg_status opreg__onednn_scaled_mm(opreg_tensor *out, const opreg_tensor *a,
                                      const opreg_tensor *b, const opreg_tensor *a_scales,
                                      const opreg_tensor *b_scales, const opreg_tensor *bias);
-
-/* The argument checks of the two kernels: the op's checks of ops/check/
- * (shared with the Meta and Reference kernels), host memory, then
- * ::OPREG_ERR_UNSUPPORTED for a valid configuration that the oneDNN path
- * does not cover (see the _covers functions). Nothing is written. */
-opreg_status opreg__onednn_check_linear(const opreg_tensor *out, const opreg_tensor *input,
-                                        const opreg_tensor *weight, const opreg_tensor *bias);
-opreg_status opreg__onednn_check_scaled_mm(const opreg_tensor *out, const opreg_tensor *a,
-                                           const opreg_tensor *b, const opreg_tensor *a_scales,
-                                           const opreg_tensor *b_scales, const opreg_tensor *bias);
 
 /* For arguments that passed the op's checks: whether the oneDNN kernel
  * covers them. linear: f32 or bf16. cutlass_scaled_mm: int8 a and b, f32 or

@@ -1,8 +1,10 @@
-/* The bad-input matrix of the oneDNN GEMM kernels: each case breaks one
- * thing about otherwise valid arguments, and both the check function and
- * the kernel must refuse it with the expected status, a message naming the
- * argument, and every buffer byte for byte unchanged. */
-#include "backends/cpu/onednn/onednn.h"
+/* The bad-input matrix of the GEMMs whose CPU kernels run on oneDNN: each
+ * case breaks one thing about otherwise valid arguments, and both the op's
+ * check and the CPU key's registered kernel (which checks once, then hands
+ * checked arguments to oneDNN) must refuse it with the expected status, a
+ * message naming the argument, and every buffer byte for byte unchanged. */
+#include "opreg/opreg.h"
+#include "ops/check/check.h"
 #include "ops/ops_internal.h"
 #include "gemm_util.h"
 #include "test.h"
@@ -47,6 +49,18 @@ static void *room(tt *x) {
     return x->buf;
 }
 
+/* The CPU key's kernel of _C::<name>; a returned tensor is freed. */
+static opreg_status call_cpu(const char *name, const opreg_value *args, size_t nargs,
+                             size_t nrets) {
+    const opreg_op *op = NULL;
+    opreg_value ret = opreg_none();
+    opreg_status st = opreg_op_find(&op, opreg_registry_default(), name);
+    if (st != OPREG_OK) return st;
+    st = opreg_call_boxed_key(op, OPREG_KEY_CPU, args, nargs, NULL, 0, &ret, nrets);
+    if (st == OPREG_OK && ret.kind == OPREG_VALUE_TENSOR) opreg_tensor_free(ret.u.tensor);
+    return st;
+}
+
 static int verify(int id, opreg_status check, opreg_status kernel, const struct expect *e,
                   int unchanged) {
     char quoted[32];
@@ -72,6 +86,13 @@ static const struct expect linear_cases[] = {
     { INV, "weight" }, { INV, "bias" },   { INV, "result" }, { INV, "input" },  { INV, "weight" },
     { INV, "bias" },   { DEV, "result" }, { DEV, "weight" }, { SHP, "input" },  { SHP, "input" },
 };
+
+static bool of_result(int id) {
+    static const int ids[] = { 2, 6, 12, 13, 16, 22, 23, 24, 25, 26 };
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+        if (ids[i] == id) return true;
+    return false;
+}
 
 static void linear_case(int id) {
     tt x, w, b, out;
@@ -183,8 +204,17 @@ static void linear_case(int id) {
         break;
     }
     snap_take(&s);
-    check = opreg__onednn_check_linear(po, px, pw, pb);
-    kernel = opreg__onednn_linear(po, px, pw, pb);
+    /* The registered linear makes its result, so the cases that break a
+     * caller's result (its dtype, shape, strides, data, device, or overlap
+     * with an input) apply to the op's check of one, opreg__check_linear_out. */
+    check = opreg__check_linear_out(po, px, pw, pb);
+    if (of_result(id)) {
+        kernel = check;
+    } else {
+        opreg_value args[3] = { opreg_tensor_value(px), opreg_tensor_value(pw),
+                                opreg_optional_tensor_value(pb) };
+        kernel = call_cpu("_C::linear", args, 3, 1);
+    }
     if (!verify(id, check, kernel, &linear_cases[id], snap_same(&s)))
         TEST_FAIL_AT("linear bad-input case %d", id);
     tt_free(&x);
@@ -347,8 +377,13 @@ static void mm_case(int id) {
         break;
     }
     snap_take(&s);
-    check = opreg__onednn_check_scaled_mm(po, pa, pb, pas, pbs, &bias.t);
-    kernel = opreg__onednn_scaled_mm(po, pa, pb, pas, pbs, &bias.t);
+    check = opreg__check_cutlass_scaled_mm(po, pa, pb, pas, pbs, &bias.t);
+    {
+        opreg_value args[6] = { opreg_tensor_value(po),  opreg_tensor_value(pa),
+                                opreg_tensor_value(pb),  opreg_tensor_value(pas),
+                                opreg_tensor_value(pbs), opreg_tensor_value(&bias.t) };
+        kernel = call_cpu("_C::cutlass_scaled_mm", args, 6, 0);
+    }
     if (!verify(id, check, kernel, &mm_cases[id], snap_same(&s)))
         TEST_FAIL_AT("scaled_mm bad-input case %d", id);
     tt_free(&a);
@@ -372,7 +407,9 @@ TEST(valid_fixtures_pass) {
     tt_2d(&x, OPREG_DTYPE_F32, 3, 8);
     tt_2d(&w, OPREG_DTYPE_F32, 5, 8);
     tt_2d(&out, OPREG_DTYPE_F32, 3, 5);
-    CHECK_EQ_INT(opreg__onednn_check_linear(&out.t, &x.t, &w.t, NULL), OPREG_OK);
+    opreg_value args[3] = { opreg_tensor_value(&x.t), opreg_tensor_value(&w.t), opreg_none() };
+    CHECK_EQ_INT(opreg__check_linear_out(&out.t, &x.t, &w.t, NULL), OPREG_OK);
+    CHECK_EQ_INT(call_cpu("_C::linear", args, 3, 1), OPREG_OK);
     tt_free(&x);
     tt_free(&w);
     tt_free(&out);
