@@ -26,22 +26,12 @@
 #include "opreg/plugin.h"
 #include "registry/plugin/plugin_test.h"
 #include "test.h"
+#include "leak_check.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <time.h>
-
-#if defined(__SANITIZE_ADDRESS__)
-#define HAVE_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAVE_LSAN 1
-#endif
-#endif
-#ifdef HAVE_LSAN
-#include <sanitizer/lsan_interface.h>
-#endif
 
 OPREG_DECLARE_LIBRARY(_C);
 OPREG_DECLARE_LIBRARY_IMPL(_C, REFERENCE);
@@ -210,14 +200,6 @@ static bool landed(opreg_registry *reg, const char *before, bool records, opreg_
     } while (0)
 
 /* ---- the driver ------------------------------------------------------------------ */
-
-static bool leaks_found(void) {
-#ifdef HAVE_LSAN
-    return __lsan_do_recoverable_leak_check() != 0;
-#else
-    return false;
-#endif
-}
 
 static bool leak_check_each(void) {
     const char *e = getenv("OPREG_FI_LEAK_CHECK_EACH");

@@ -21,22 +21,12 @@
 
 #include "backends/opencl/opencl_fault.h"
 #include "registry/plugin/plugin_test.h"
+#include "leak_check.h"
 
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <stdbool.h>
-
-#if defined(__SANITIZE_ADDRESS__)
-#define HAVE_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAVE_LSAN 1
-#endif
-#endif
-#ifdef HAVE_LSAN
-#include <sanitizer/lsan_interface.h>
-#endif
 
 OPREG_DECLARE_LIBRARY(_C);
 OPREG_DECLARE_LIBRARY_IMPL(_C, REFERENCE);
@@ -249,14 +239,6 @@ static void sequence(void) {
 
 /* ---- the plugin, loaded afresh for each run ----------------------------------------------------
  */
-
-static bool leaks_found(void) {
-#ifdef HAVE_LSAN
-    return __lsan_do_recoverable_leak_check() != 0;
-#else
-    return false;
-#endif
-}
 
 static bool load(void) {
     if (opreg_plugin_load(&plugin, reg, OPENCL_PLUGIN) != OPREG_OK) {
