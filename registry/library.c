@@ -124,10 +124,30 @@ static void free_plan(void *p) {
 
 /* Whether @p text looks like a schema that names no namespace: blanks (the
  * lexer's: space, tab, CR, VT, FF), a name, and no ':' after it but blanks. */
-static bool looks_unqualified(const char *text) {
-    const char *c = text;
-    while (*c == ' ' || *c == '\t' || *c == '\r' || *c == '\v' || *c == '\f')
-        c++;
+/* Where the first token of @p text starts: after the blanks, newlines,
+ * comments and line continuations that the schema lexer skips before it
+ * (a "# type:" comment is a token, so it stops there). */
+static size_t first_token(const char *text) {
+    size_t i = 0;
+    for (;;) {
+        char c = text[i];
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c == '\n') {
+            i++;
+        } else if (c == '#' && strncmp(text + i, "# type:", 7) != 0) {
+            while (text[i] && text[i] != '\n')
+                i++;
+        } else if (c == '\\' && text[i + 1] == '\n') {
+            i += 2;
+        } else {
+            return i;
+        }
+    }
+}
+
+/* True when the text's first token is a name not followed by "::"; @p at
+ * receives where that name starts. */
+static bool looks_unqualified(const char *text, size_t *at) {
+    const char *c = text + (*at = first_token(text));
     if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || *c == '_')) return false;
     while ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
            *c == '_')
@@ -137,34 +157,41 @@ static bool looks_unqualified(const char *text) {
     return *c != ':';
 }
 
-/* Parse `ns::text`, with the library's namespace written in. */
+/* Parse @p text with `ns::` written in before its name, which starts at
+ * @p at: what comes before the name (blank lines, comments) stays where
+ * it was, so the lexer sees the same text around a qualified name. */
 static opreg_status parse_qualified(opreg_schema **out, const struct opreg_library *lib,
-                                    const char *text, size_t len, unsigned flags) {
-    char *full = malloc(strlen(lib->ns) + 2 + len + 1);
+                                    const char *text, size_t len, size_t at, unsigned flags) {
+    size_t ns = strlen(lib->ns);
+    char *full = malloc(len + ns + 3);
     if (!full) return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "def: out of memory");
-    sprintf(full, "%s::%s", lib->ns, text);
-    opreg_status st = opreg_schema_parse(out, full, strlen(full), flags, NULL);
+    memcpy(full, text, at);
+    memcpy(full + at, lib->ns, ns);
+    memcpy(full + at + ns, "::", 2);
+    memcpy(full + at + ns + 2, text + at, len - at + 1);
+    opreg_status st = opreg_schema_parse(out, full, len + ns + 2, flags, NULL);
     free(full);
     return st;
 }
 
 /* Parse as m.def() does; the stored schema always names its namespace.
  *
- * A text that looks unqualified is parsed once, as `ns::text`. If that
- * succeeds, the name came first in the text (after blanks or line
- * continuations at most), and the text alone reads as the tokens of
- * `ns::text` after its first three: the steps below would have parsed it,
- * found no namespace and ended with this very schema. If it fails, the steps below run on the
- * text as given, so that the error is the one they always gave (quoting the
- * text as written); only a lack of memory ends the def at once. */
+ * A text that looks unqualified is parsed once, with `ns::` written in
+ * before its name. If that succeeds, the name was the first token (after
+ * blanks, blank lines, comments or line continuations at most), and the
+ * text alone reads as the same tokens less those three: the steps below
+ * would have parsed it, found no namespace and ended with this very schema.
+ * If it fails, the steps below run on the text as given, so that the error
+ * is the one they always gave (quoting the text as written); only a lack of
+ * memory ends the def at once. */
 static opreg_status parse_def(opreg_schema **out, struct opreg_library *lib, const char *text) {
     bool typevars = strcmp(lib->ns, "aten") == 0 || strcmp(lib->ns, "prim") == 0;
     unsigned flags = typevars ? OPREG_SCHEMA_ALLOW_TYPEVARS : OPREG_SCHEMA_STRICT;
-    size_t len = strlen(text);
+    size_t len = strlen(text), at;
     opreg_schema *s = NULL;
     opreg_status st;
-    if (looks_unqualified(text)) {
-        st = parse_qualified(&s, lib, text, len, flags);
+    if (looks_unqualified(text, &at)) {
+        st = parse_qualified(&s, lib, text, len, at, flags);
         if (st == OPREG_OK && (typevars || !opreg_schema_has_type_variables(s))) {
             *out = s;
             return OPREG_OK;
@@ -197,11 +224,11 @@ static opreg_status parse_def(opreg_schema **out, struct opreg_library *lib, con
                          text, lib->ns, kind_macro(lib), lib->where);
     } else if (!*ns) {
         /* Parse again with the namespace written in, so the schema prints it
-         * (a text that did not look unqualified: blank lines or a comment
-         * before the name, for one). */
+         * (a text that did not look unqualified, which the test above makes
+         * rare: a name split from its "::" by a line break, for one). */
         opreg_schema_free(s);
         s = NULL;
-        st = parse_qualified(&s, lib, text, len, flags);
+        st = parse_qualified(&s, lib, text, len, first_token(text), flags);
     }
     if (st != OPREG_OK) {
         opreg_schema_free(s);

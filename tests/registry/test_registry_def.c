@@ -27,6 +27,41 @@ TEST(def_fills_namespace) {
     opreg_registry_destroy(reg);
 }
 
+/* What the schema lexer skips before the name may come first in a def
+ * without a namespace, as m.def() takes it: blank lines, indentation,
+ * comments and line continuations. The op gets the library's namespace and
+ * its schema prints as if the text had none of them. */
+TEST(def_leading_blank_lines_and_comments) {
+    static const char *const texts[] = {
+        "\n  foo(Tensor x) -> Tensor",
+        "# the foo op\nbar(Tensor x) -> Tensor",
+        "\n\n    # indented comment\n    baz(Tensor x, int n=1) -> Tensor",
+        "\\\nqux(Tensor x) -> Tensor",
+        "\t quux.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
+    };
+    static const char *const names[] = { "_C::foo", "_C::bar", "_C::baz", "_C::qux",
+                                         "_C::quux.out" };
+    opreg_registry *reg;
+    opreg_library *lib;
+    CHECK_OK(opreg_registry_create(&reg));
+    CHECK_OK(opreg_library_create(&lib, reg, OPREG_LIBRARY_DEF, "_C", OPREG_KEY_NONE, "a.c", 1));
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        const opreg_op *op = NULL;
+        char text[256];
+        CHECK_OK(opreg_library_def(&op, lib, texts[i]));
+        if (!op) return;
+        CHECK_EQ_STR(opreg_op_name(op), names[i]);
+        CHECK_EQ_STR(opreg_schema_namespace(opreg_op_schema(op)), "_C");
+        opreg_schema_format(opreg_op_schema(op), OPREG_SCHEMA_CANONICAL, text, sizeof text);
+        CHECK(strncmp(text, names[i], strlen(names[i])) == 0);
+    }
+    /* A comment before a name that is qualified elsewhere is still checked. */
+    CHECK_EQ_INT(opreg_library_def(NULL, lib, "# c\nother::f(Tensor x) -> Tensor"),
+                 OPREG_ERR_NAMESPACE_MISMATCH);
+    opreg_library_close(lib);
+    opreg_registry_destroy(reg);
+}
+
 TEST(def_namespace_mismatch) {
     opreg_registry *reg;
     opreg_library *lib;
@@ -163,6 +198,7 @@ TEST(def_too_many_arguments) {
 
 int main(void) {
     RUN(def_fills_namespace);
+    RUN(def_leading_blank_lines_and_comments);
     RUN(def_namespace_mismatch);
     RUN(def_duplicate_names_both_places);
     RUN(def_illegal_overload_and_syntax);
