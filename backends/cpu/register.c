@@ -54,40 +54,15 @@ struct cpu_provider;
 OPREG__CATALOGUE_OPS(REF_RUN)
 #undef REF_RUN
 
-/* The reference kernels of the ops with a data check, after it. */
-static opreg_status ref_copy_blocks_data(const opreg_value *args, opreg_value *rets,
-                                         const struct cpu_provider *p) {
-    OPREG__TRY(opreg__check_copy_blocks_data(OPREG__ARG_TL(0), OPREG__ARG_TL(1),
-                                             OPREG__ARG_TL_LEN(0), TS(2)));
-    return ref_copy_blocks(args, rets, p);
-}
-
-/* swap_blocks reads both caches: dst must be in host memory too. */
-static opreg_status ref_swap_blocks_data(const opreg_value *args, opreg_value *rets,
-                                         const struct cpu_provider *p) {
-    OPREG__TRY(opreg__chk_cpu("_C::swap_blocks", "dst", TS(1)));
-    OPREG__TRY(opreg__check_swap_blocks_data(TS(0), TS(1), TS(2)));
-    return ref_swap_blocks(args, rets, p);
-}
-
-static opreg_status ref_moe_align_block_size_data(const opreg_value *args, opreg_value *rets,
-                                                  const struct cpu_provider *p) {
-    OPREG__TRY(opreg__check_moe_align_block_size_data(TS(0), IV(1)));
-    return ref_moe_align_block_size(args, rets, p);
-}
-
-static opreg_status ref_paged_attention_v1_data(const opreg_value *args, opreg_value *rets,
-                                                const struct cpu_provider *p) {
-    OPREG__TRY(opreg__check_paged_attention_v1_data(TS(2), TS(6), TS(7), IV(8), IV(9)));
-    return ref_paged_attention_v1(args, rets, p);
-}
-
 /* A provider of the CPU key: the context of cpu_kernel and of its predicate. */
 struct cpu_provider {
     const char *op;        /* "_C::rms_norm", for messages */
     const char *host_name; /* the argument that must be in host memory */
     int host_arg;
     opreg_status (*check)(const opreg_value *args);
+    /* The op's data check (ops/register/data_checks.c), after the host
+     * check; NULL when the op has none. */
+    opreg_status (*data)(const opreg_value *args);
     /* The kernel on checked arguments, given this provider for its isa and act. */
     opreg_status (*run)(const opreg_value *args, opreg_value *rets, const struct cpu_provider *p);
     int isa; /* the path it stands for (OPREG__ISA_*) */
@@ -102,6 +77,7 @@ static opreg_status cpu_kernel(void *context, const opreg_op *op, const opreg_va
     const struct cpu_provider *p = context;
     if (p->check) OPREG__TRY(p->check(args));
     if (p->host_name) OPREG__TRY(opreg__chk_cpu(p->op, p->host_name, TS(p->host_arg)));
+    if (p->data) OPREG__TRY(p->data(args));
     return p->run(args, rets, p);
 }
 
@@ -215,14 +191,12 @@ static opreg_status rotary(const opreg_value *args, int isa, const opreg_tensor 
 static opreg_status run_rotary_embedding(const opreg_value *args, opreg_value *rets,
                                          const struct cpu_provider *p) {
     (void)rets;
-    OPREG__TRY(opreg__check_rotary_embedding_data(TS(0), TS(4)));
     return rotary(args, p->isa, NULL);
 }
 
 static opreg_status run_batched_rotary_embedding(const opreg_value *args, opreg_value *rets,
                                                  const struct cpu_provider *p) {
     (void)rets;
-    OPREG__TRY(opreg__check_batched_rotary_embedding_data(TS(0), TS(4), TS(7)));
     return rotary(args, p->isa, TS(7));
 }
 
@@ -275,7 +249,6 @@ static opreg_status run_reshape_and_cache(const opreg_value *args, opreg_value *
                                           const struct cpu_provider *p) {
     (void)rets, (void)p;
     const opreg_tensor *key = TS(0), *value = TS(1), *kc = TS(2), *vc = TS(3), *slots = TS(4);
-    OPREG__TRY(opreg__check_reshape_and_cache_data(kc, slots));
     opreg__cpu_reshape_and_cache_generic(
         opreg__ptr(key), opreg__stride(key, 0), opreg__ptr(value), opreg__stride(value, 0),
         opreg__ptr(kc), opreg__block_stride(kc), opreg__ptr(vc), opreg__block_stride(vc),
@@ -288,7 +261,6 @@ static opreg_status run_reshape_and_cache_flash(const opreg_value *args, opreg_v
                                                 const struct cpu_provider *p) {
     (void)rets, (void)p;
     const opreg_tensor *key = TS(0), *value = TS(1), *kc = TS(2), *vc = TS(3), *slots = TS(4);
-    OPREG__TRY(opreg__check_reshape_and_cache_flash_data(kc, slots));
     opreg__cpu_reshape_and_cache_flash_generic(
         opreg__ptr(key), opreg__stride(key, 0), opreg__ptr(value), opreg__stride(value, 0),
         opreg__ptr(kc), opreg__block_stride(kc), opreg__ptr(vc), opreg__block_stride(vc),
@@ -305,7 +277,6 @@ static opreg_status run_paged_attention_v1(const opreg_value *args, opreg_value 
     const opreg_tensor *out = TS(0), *q = TS(1), *kc = TS(2), *vc = TS(3), *bt = TS(6),
                        *lens = TS(7), *alibi = OT(10);
     int64_t bs = IV(8);
-    OPREG__TRY(opreg__check_paged_attention_v1_data(kc, bt, lens, bs, IV(9)));
     opreg__cpu_paged_attention_v1(p->isa, opreg__ptr(out), opreg__ptr(q), opreg__stride(q, 0),
                                   opreg__ptr(kc), opreg__ptr(vc), opreg__ptr(bt), opreg__ptr(lens),
                                   alibi ? opreg__ptr(alibi) : NULL, q->shape[0], q->shape[1], IV(4),
@@ -398,104 +369,112 @@ struct cpu_entry {
 
 /* One provider: its name, priority and whether it has a predicate, then
  * what cpu_kernel runs: op @p op's check, argument @p arg (@p arg_name) in
- * host memory, then @p run on path @p isa with activation @p act. */
-#define PROVIDER(name, prio, pred, op, arg, arg_name, run, isa, act, covers)                       \
+ * host memory, the op's data check @p data (NULL: none), then @p run on
+ * path @p isa with activation @p act. */
+#define PROVIDER(name, prio, pred, op, arg, arg_name, data, run, isa, act, covers)                 \
     {                                                                                              \
         name, prio, pred, {                                                                        \
-            "_C::" #op, arg_name, arg, check_##op, run, isa, act, covers                           \
+            "_C::" #op, arg_name, arg, check_##op, data, run, isa, act, covers                     \
         }                                                                                          \
     }
 /* The SIMD paths and portable C of an op whose kernel takes the ISA; @p act
  * is the activation ops' OPREG__ACT_*, 0 for the others. */
-#define SIMD_PATHS(op, arg, arg_name, run, act, covers)                                            \
-    PROVIDER("avx512_bf16", PRIO_AVX512_BF16, true, op, arg, arg_name, run,                        \
+#define SIMD_PATHS(op, arg, arg_name, data, run, act, covers)                                      \
+    PROVIDER("avx512_bf16", PRIO_AVX512_BF16, true, op, arg, arg_name, data, run,                  \
              OPREG__ISA_AVX512_BF16, act, covers),                                                 \
-        PROVIDER("avx512", PRIO_AVX512, true, op, arg, arg_name, run, OPREG__ISA_AVX512, act,      \
+        PROVIDER("avx512", PRIO_AVX512, true, op, arg, arg_name, data, run, OPREG__ISA_AVX512,     \
+                 act, covers),                                                                     \
+        PROVIDER("avx2", PRIO_AVX2, true, op, arg, arg_name, data, run, OPREG__ISA_AVX2, act,      \
                  covers),                                                                          \
-        PROVIDER("avx2", PRIO_AVX2, true, op, arg, arg_name, run, OPREG__ISA_AVX2, act, covers),   \
-        PROVIDER("portable", PRIO_PORTABLE, covers != NULL, op, arg, arg_name, run,                \
+        PROVIDER("portable", PRIO_PORTABLE, covers != NULL, op, arg, arg_name, data, run,          \
                  OPREG__ISA_PORTABLE, act, covers)
-/* A provider that runs an op's reference kernel: cpu_kernel runs the op's
- * check and argument @p arg (@p arg_name) in host memory, @p run the data
- * check where the op has one. */
-#define REF(name, prio, op, arg, arg_name, run)                                                    \
-    PROVIDER(name, prio, false, op, arg, arg_name, run, OPREG__ISA_PORTABLE, 0, NULL)
-/* One provider running @p run on every argument. */
-#define ONLY(name, prio, op, arg, arg_name, run)                                                   \
-    PROVIDER(name, prio, false, op, arg, arg_name, run, OPREG__ISA_PORTABLE, 0, NULL)
+/* One provider running @p run on every argument, after the op's check,
+ * argument @p arg (@p arg_name) in host memory and the data check @p data
+ * (NULL: none). */
+#define ONLY(name, prio, op, arg, arg_name, data, run)                                             \
+    PROVIDER(name, prio, false, op, arg, arg_name, data, run, OPREG__ISA_PORTABLE, 0, NULL)
 
-static struct cpu_entry rms_norm_p[] = { SIMD_PATHS(rms_norm, 1, "input", run_rms_norm, 0, NULL) };
+static struct cpu_entry rms_norm_p[] = { SIMD_PATHS(rms_norm, 1, "input", NULL, run_rms_norm, 0,
+                                                    NULL) };
 static struct cpu_entry fused_add_rms_norm_p[] = {
-    SIMD_PATHS(fused_add_rms_norm, 0, "input", run_fused_add_rms_norm, 0, NULL),
+    SIMD_PATHS(fused_add_rms_norm, 0, "input", NULL, run_fused_add_rms_norm, 0, NULL),
 };
 static struct cpu_entry silu_and_mul_p[] = {
-    SIMD_PATHS(silu_and_mul, 1, "input", run_gated, OPREG__ACT_SILU, NULL),
+    SIMD_PATHS(silu_and_mul, 1, "input", NULL, run_gated, OPREG__ACT_SILU, NULL),
 };
 static struct cpu_entry gelu_and_mul_p[] = {
-    SIMD_PATHS(gelu_and_mul, 1, "input", run_gated, OPREG__ACT_GELU, NULL),
+    SIMD_PATHS(gelu_and_mul, 1, "input", NULL, run_gated, OPREG__ACT_GELU, NULL),
 };
 static struct cpu_entry gelu_tanh_and_mul_p[] = {
-    SIMD_PATHS(gelu_tanh_and_mul, 1, "input", run_gated, OPREG__ACT_GELU_TANH, NULL),
+    SIMD_PATHS(gelu_tanh_and_mul, 1, "input", NULL, run_gated, OPREG__ACT_GELU_TANH, NULL),
 };
 static struct cpu_entry gelu_new_p[] = {
-    SIMD_PATHS(gelu_new, 1, "input", run_elementwise, OPREG__ACT_GELU_NEW, NULL),
+    SIMD_PATHS(gelu_new, 1, "input", NULL, run_elementwise, OPREG__ACT_GELU_NEW, NULL),
 };
 static struct cpu_entry gelu_fast_p[] = {
-    SIMD_PATHS(gelu_fast, 1, "input", run_elementwise, OPREG__ACT_GELU_FAST, NULL),
+    SIMD_PATHS(gelu_fast, 1, "input", NULL, run_elementwise, OPREG__ACT_GELU_FAST, NULL),
 };
 static struct cpu_entry gelu_quick_p[] = {
-    SIMD_PATHS(gelu_quick, 1, "input", run_elementwise, OPREG__ACT_GELU_QUICK, NULL),
+    SIMD_PATHS(gelu_quick, 1, "input", NULL, run_elementwise, OPREG__ACT_GELU_QUICK, NULL),
 };
 static struct cpu_entry rotary_embedding_p[] = {
-    SIMD_PATHS(rotary_embedding, 1, "query", run_rotary_embedding, 0, NULL),
+    SIMD_PATHS(rotary_embedding, 1, "query", opreg__data_check_rotary_embedding,
+               run_rotary_embedding, 0, NULL),
 };
 static struct cpu_entry batched_rotary_embedding_p[] = {
-    SIMD_PATHS(batched_rotary_embedding, 1, "query", run_batched_rotary_embedding, 0, NULL),
+    SIMD_PATHS(batched_rotary_embedding, 1, "query", opreg__data_check_batched_rotary_embedding,
+               run_batched_rotary_embedding, 0, NULL),
 };
 static struct cpu_entry static_scaled_int8_quant_p[] = {
-    SIMD_PATHS(static_scaled_int8_quant, 1, "input", run_static_scaled_int8_quant, 0, NULL),
+    SIMD_PATHS(static_scaled_int8_quant, 1, "input", NULL, run_static_scaled_int8_quant, 0, NULL),
 };
 static struct cpu_entry static_scaled_fp8_quant_p[] = {
-    SIMD_PATHS(static_scaled_fp8_quant, 1, "input", run_static_scaled_fp8_quant, 0, NULL),
+    SIMD_PATHS(static_scaled_fp8_quant, 1, "input", NULL, run_static_scaled_fp8_quant, 0, NULL),
 };
 static struct cpu_entry dynamic_scaled_int8_quant_p[] = {
-    SIMD_PATHS(dynamic_scaled_int8_quant, 1, "input", run_dynamic_scaled_int8_quant, 0, NULL),
+    SIMD_PATHS(dynamic_scaled_int8_quant, 1, "input", NULL, run_dynamic_scaled_int8_quant, 0, NULL),
 };
 static struct cpu_entry dynamic_scaled_fp8_quant_p[] = {
-    SIMD_PATHS(dynamic_scaled_fp8_quant, 1, "input", run_dynamic_scaled_fp8_quant, 0, NULL),
+    SIMD_PATHS(dynamic_scaled_fp8_quant, 1, "input", NULL, run_dynamic_scaled_fp8_quant, 0, NULL),
 };
 static struct cpu_entry paged_attention_v1_p[] = {
-    SIMD_PATHS(paged_attention_v1, 1, "query", run_paged_attention_v1, 0, attention_covers),
-    REF("reference", PRIO_REFERENCE, paged_attention_v1, 1, "query", ref_paged_attention_v1_data),
+    SIMD_PATHS(paged_attention_v1, 1, "query", opreg__data_check_paged_attention_v1,
+               run_paged_attention_v1, 0, attention_covers),
+    ONLY("reference", PRIO_REFERENCE, paged_attention_v1, 1, "query",
+         opreg__data_check_paged_attention_v1, ref_paged_attention_v1),
 };
 static struct cpu_entry reshape_and_cache_p[] = {
-    ONLY("portable", PRIO_PORTABLE, reshape_and_cache, 0, "key", run_reshape_and_cache),
+    ONLY("portable", PRIO_PORTABLE, reshape_and_cache, 0, "key",
+         opreg__data_check_reshape_and_cache, run_reshape_and_cache),
 };
 static struct cpu_entry reshape_and_cache_flash_p[] = {
-    ONLY("portable", PRIO_PORTABLE, reshape_and_cache_flash, 0, "key", run_reshape_and_cache_flash),
+    ONLY("portable", PRIO_PORTABLE, reshape_and_cache_flash, 0, "key",
+         opreg__data_check_reshape_and_cache_flash, run_reshape_and_cache_flash),
 };
 static struct cpu_entry copy_blocks_p[] = {
-    REF("portable", PRIO_PORTABLE, copy_blocks, 2, "block_mapping", ref_copy_blocks_data),
+    ONLY("portable", PRIO_PORTABLE, copy_blocks, 2, "block_mapping", opreg__data_check_copy_blocks,
+         ref_copy_blocks),
 };
 static struct cpu_entry swap_blocks_p[] = {
-    REF("portable", PRIO_PORTABLE, swap_blocks, 0, "src", ref_swap_blocks_data),
+    ONLY("portable", PRIO_PORTABLE, swap_blocks, 0, "src", opreg__data_check_swap_blocks,
+         ref_swap_blocks),
 };
 static struct cpu_entry moe_align_block_size_p[] = {
-    REF("portable", PRIO_PORTABLE, moe_align_block_size, 0, "topk_ids",
-        ref_moe_align_block_size_data),
+    ONLY("portable", PRIO_PORTABLE, moe_align_block_size, 0, "topk_ids",
+         opreg__data_check_moe_align_block_size, ref_moe_align_block_size),
 };
 static struct cpu_entry topk_softmax_p[] = {
-    REF("portable", PRIO_PORTABLE, topk_softmax, 3, "gating_output", ref_topk_softmax),
+    ONLY("portable", PRIO_PORTABLE, topk_softmax, 3, "gating_output", NULL, ref_topk_softmax),
 };
 static struct cpu_entry cutlass_scaled_mm_p[] = {
-    PROVIDER("onednn", PRIO_ONEDNN, true, cutlass_scaled_mm, 1, "a", run_cutlass_scaled_mm_onednn,
-             OPREG__ISA_PORTABLE, 0, scaled_mm_covers),
-    REF("portable", PRIO_PORTABLE, cutlass_scaled_mm, 0, "out", ref_cutlass_scaled_mm),
+    PROVIDER("onednn", PRIO_ONEDNN, true, cutlass_scaled_mm, 1, "a", NULL,
+             run_cutlass_scaled_mm_onednn, OPREG__ISA_PORTABLE, 0, scaled_mm_covers),
+    ONLY("portable", PRIO_PORTABLE, cutlass_scaled_mm, 0, "out", NULL, ref_cutlass_scaled_mm),
 };
 static struct cpu_entry linear_p[] = {
-    PROVIDER("onednn", PRIO_ONEDNN, true, linear, 0, "input", run_linear_onednn,
+    PROVIDER("onednn", PRIO_ONEDNN, true, linear, 0, "input", NULL, run_linear_onednn,
              OPREG__ISA_PORTABLE, 0, linear_covers),
-    ONLY("portable", PRIO_PORTABLE, linear, 0, "input", run_linear_portable),
+    ONLY("portable", PRIO_PORTABLE, linear, 0, "input", NULL, run_linear_portable),
 };
 
 static void add_all(opreg_library *m, const char *op, struct cpu_entry *e, size_t n) {

@@ -54,6 +54,21 @@ OPREG_DECLARE_LIBRARY_IMPL(_C, CPU);
 #define OPREG__TABLE_KERNEL_SOME(prefix, fn, op, arglist)                                          \
     __attribute__((unused)) OPREG__KERNEL(prefix##_##op, fn##op arglist)
 
+/* The data checks of the ops whose kernels read index tensors in host
+ * memory (CPU, Reference): what the slots, block tables, positions or
+ * mappings hold against the sizes the op's check accepted. Each runs after
+ * the op's check and the host-memory check of its first tensor, on the op's
+ * values (data_checks.c maps them to opreg__check_<op>_data()); swap_blocks'
+ * also wants dst in host memory. */
+opreg_status opreg__data_check_rotary_embedding(const opreg_value *args);
+opreg_status opreg__data_check_batched_rotary_embedding(const opreg_value *args);
+opreg_status opreg__data_check_reshape_and_cache(const opreg_value *args);
+opreg_status opreg__data_check_reshape_and_cache_flash(const opreg_value *args);
+opreg_status opreg__data_check_copy_blocks(const opreg_value *args);
+opreg_status opreg__data_check_swap_blocks(const opreg_value *args);
+opreg_status opreg__data_check_moe_align_block_size(const opreg_value *args);
+opreg_status opreg__data_check_paged_attention_v1(const opreg_value *args);
+
 /* linear's kernel into a new result. */
 typedef opreg_status (*opreg__linear_fn)(const opreg_tensor *out, const opreg_tensor *input,
                                          const opreg_tensor *weight, const opreg_tensor *bias);

@@ -13,7 +13,6 @@
 #include "ops/register/catalogue.h"
 
 #define TS OPREG__ARG_T
-#define IV OPREG__ARG_I
 
 /* Each op's shared check and its reference kernel, as the catalogue table
  * unpacks its arguments. */
@@ -26,44 +25,6 @@
     }
 OPREG__CATALOGUE_OPS(ADAPTERS)
 #undef ADAPTERS
-
-/* The data checks of the ops that read index tensors: each takes the
- * arguments its opreg__check_<op>_data() reads. */
-
-static opreg_status data_rotary_embedding(const opreg_value *args) {
-    return opreg__check_rotary_embedding_data(TS(0), TS(4));
-}
-
-static opreg_status data_batched_rotary_embedding(const opreg_value *args) {
-    return opreg__check_batched_rotary_embedding_data(TS(0), TS(4), TS(7));
-}
-
-static opreg_status data_reshape_and_cache(const opreg_value *args) {
-    return opreg__check_reshape_and_cache_data(TS(2), TS(4));
-}
-
-static opreg_status data_reshape_and_cache_flash(const opreg_value *args) {
-    return opreg__check_reshape_and_cache_flash_data(TS(2), TS(4));
-}
-
-static opreg_status data_copy_blocks(const opreg_value *args) {
-    return opreg__check_copy_blocks_data(OPREG__ARG_TL(0), OPREG__ARG_TL(1), OPREG__ARG_TL_LEN(0),
-                                         TS(2));
-}
-
-/* swap_blocks reads both caches: dst must be in host memory too. */
-static opreg_status data_swap_blocks(const opreg_value *args) {
-    OPREG__TRY(opreg__chk_cpu("_C::swap_blocks", "dst", TS(1)));
-    return opreg__check_swap_blocks_data(TS(0), TS(1), TS(2));
-}
-
-static opreg_status data_moe_align_block_size(const opreg_value *args) {
-    return opreg__check_moe_align_block_size_data(TS(0), IV(1));
-}
-
-static opreg_status data_paged_attention_v1(const opreg_value *args) {
-    return opreg__check_paged_attention_v1_data(TS(2), TS(6), TS(7), IV(8), IV(9));
-}
 
 /* What the Reference kernel of one op runs, in order. */
 struct ref_op {
@@ -87,35 +48,39 @@ static opreg_status ref_kernel(void *context, const opreg_op *o, const opreg_val
     return r->run(args);
 }
 
-#define OP(op, arg, arg_name, data)                                                                \
-    { #op, "_C::" #op, arg_name, arg, check_##op, data, run_##op }
+/* An op without a data check, and one with (opreg__data_check_<op>). */
+#define OP(op, arg, arg_name)                                                                      \
+    { #op, "_C::" #op, arg_name, arg, check_##op, NULL, run_##op }
+#define OP_DATA(op, arg, arg_name)                                                                 \
+    { #op, "_C::" #op, arg_name, arg, check_##op, opreg__data_check_##op, run_##op }
 
 static struct ref_op ref_ops[] = {
-    OP(rms_norm, 1, "input", NULL),
-    OP(fused_add_rms_norm, 0, "input", NULL),
-    OP(silu_and_mul, 1, "input", NULL),
-    OP(gelu_and_mul, 1, "input", NULL),
-    OP(gelu_tanh_and_mul, 1, "input", NULL),
-    OP(gelu_new, 1, "input", NULL),
-    OP(gelu_fast, 1, "input", NULL),
-    OP(gelu_quick, 1, "input", NULL),
-    OP(rotary_embedding, 1, "query", data_rotary_embedding),
-    OP(batched_rotary_embedding, 1, "query", data_batched_rotary_embedding),
-    OP(reshape_and_cache, 0, "key", data_reshape_and_cache),
-    OP(reshape_and_cache_flash, 0, "key", data_reshape_and_cache_flash),
-    OP(copy_blocks, 2, "block_mapping", data_copy_blocks),
-    OP(swap_blocks, 0, "src", data_swap_blocks),
-    OP(static_scaled_fp8_quant, 1, "input", NULL),
-    OP(dynamic_scaled_fp8_quant, 1, "input", NULL),
-    OP(static_scaled_int8_quant, 1, "input", NULL),
-    OP(dynamic_scaled_int8_quant, 1, "input", NULL),
-    OP(moe_align_block_size, 0, "topk_ids", data_moe_align_block_size),
-    OP(topk_softmax, 3, "gating_output", NULL),
-    OP(paged_attention_v1, 1, "query", data_paged_attention_v1),
-    OP(cutlass_scaled_mm, 0, "out", NULL),
+    OP(rms_norm, 1, "input"),
+    OP(fused_add_rms_norm, 0, "input"),
+    OP(silu_and_mul, 1, "input"),
+    OP(gelu_and_mul, 1, "input"),
+    OP(gelu_tanh_and_mul, 1, "input"),
+    OP(gelu_new, 1, "input"),
+    OP(gelu_fast, 1, "input"),
+    OP(gelu_quick, 1, "input"),
+    OP_DATA(rotary_embedding, 1, "query"),
+    OP_DATA(batched_rotary_embedding, 1, "query"),
+    OP_DATA(reshape_and_cache, 0, "key"),
+    OP_DATA(reshape_and_cache_flash, 0, "key"),
+    OP_DATA(copy_blocks, 2, "block_mapping"),
+    OP_DATA(swap_blocks, 0, "src"),
+    OP(static_scaled_fp8_quant, 1, "input"),
+    OP(dynamic_scaled_fp8_quant, 1, "input"),
+    OP(static_scaled_int8_quant, 1, "input"),
+    OP(dynamic_scaled_int8_quant, 1, "input"),
+    OP_DATA(moe_align_block_size, 0, "topk_ids"),
+    OP(topk_softmax, 3, "gating_output"),
+    OP_DATA(paged_attention_v1, 1, "query"),
+    OP(cutlass_scaled_mm, 0, "out"),
 };
 
 #undef OP
+#undef OP_DATA
 
 /* linear's result is allocated from its check (opreg__linear_into_new runs
  * it), then written once the input is known to be in host memory. */
