@@ -122,8 +122,6 @@ static void free_plan(void *p) {
     free(plan);
 }
 
-/* Whether @p text looks like a schema that names no namespace: blanks (the
- * lexer's: space, tab, CR, VT, FF), a name, and no ':' after it but blanks. */
 /* Where the first token of @p text starts: after the blanks, newlines,
  * comments and line continuations that the schema lexer skips before it
  * (a "# type:" comment is a token, so it stops there). */
