@@ -13,5 +13,6 @@
 #include "opreg/cuda.h"
 #include "opreg/plugin.h"
 #include "opreg/provider.h"
+#include "opreg/threads.h"
 
 #endif
