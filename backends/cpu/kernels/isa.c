@@ -15,13 +15,18 @@
 #include <cpuid.h>
 #endif
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "common/pool.h"
 
-/* Below this many bytes per thread, waking a thread costs more than the
- * bandwidth it adds (a warm OpenMP wake is a few microseconds). */
-#define MIN_BYTES_PER_THREAD ((int64_t)128 << 10)
+/* Calls that move less than this run on their caller: the time a worker
+ * takes to wake and claim (microseconds when it sleeps) is then a large part
+ * of the call. Measured with `opreg bench threads` (docs/performance.md,
+ * "Threads"). */
+#define MIN_PARALLEL_BYTES ((int64_t)1 << 20)
+/* A task moves about this many bytes: a few microseconds of streaming.
+ * Small tasks, many per thread, so that a worker the OS preempts in the
+ * middle of one holds back little, and the running threads take the rest;
+ * a claim costs tens of nanoseconds. */
+#define TASK_BYTES ((int64_t)64 << 10)
 
 /* -1: not yet detected. Atomics so that first calls from several threads
  * (and TSan) are fine; the value is the same whoever writes it. */
@@ -179,28 +184,29 @@ const struct opreg__cpu_simd *opreg__cpu_simd_for(int isa) {
 #endif
 }
 
+struct range_loop {
+    opreg__cpu_range_fn fn;
+    const void *a;
+    int64_t rows, tasks;
+};
+
+/* Task i of a range loop: the i-th of `tasks` contiguous runs of rows, so
+ * that each thread streams its own part of memory, as prefetchers want. */
+static void range_task(void *ctx, int64_t i) {
+    const struct range_loop *l = ctx;
+    int64_t r0 = l->rows * i / l->tasks, r1 = l->rows * (i + 1) / l->tasks;
+    if (r1 > r0) l->fn(l->a, r0, r1);
+}
+
 void opreg__cpu_parallel(opreg__cpu_range_fn fn, const void *a, int64_t rows, int64_t bytes) {
-#ifdef _OPENMP
-    int64_t nt = bytes / MIN_BYTES_PER_THREAD;
-    /* Small calls never ask OpenMP anything. */
-    if (nt > 1) {
-        int64_t max = omp_get_max_threads();
-        if (nt > max) nt = max;
-    }
-    if (nt > rows) nt = rows;
-    if (nt > 1) {
-        /* Contiguous ranges, one per thread: each thread streams its own part
-         * of memory, which is what the prefetchers want. */
-#pragma omp parallel num_threads((int)nt)
-        {
-            int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
-            int64_t r0 = rows * t / n, r1 = rows * (t + 1) / n;
-            if (r1 > r0) fn(a, r0, r1);
-        }
+    /* Small calls never look at the pool. */
+    int64_t tasks =
+        bytes >= MIN_PARALLEL_BYTES && opreg__pool_threads() > 1 ? bytes / TASK_BYTES : 1;
+    if (tasks > rows) tasks = rows;
+    if (tasks <= 1) {
+        if (rows > 0) fn(a, 0, rows);
         return;
     }
-#else
-    (void)bytes;
-#endif
-    if (rows > 0) fn(a, 0, rows);
+    struct range_loop l = { fn, a, rows, tasks };
+    opreg__parallel_for(tasks, range_task, &l);
 }

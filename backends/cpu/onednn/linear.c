@@ -31,7 +31,7 @@ static const void *ptr_of(const opreg_tensor *t) {
 
 static opreg__mm_key key_of(opreg_dtype dt, int64_t m, int64_t n, int64_t k, bool has_bias) {
     dnnl_data_type_t d = dt == OPREG_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
-    opreg__mm_key key = { d, d, has_bias ? dnnl_f32 : dnnl_data_type_undef, d, m, n, k };
+    opreg__mm_key key = { d, d, has_bias ? dnnl_f32 : dnnl_data_type_undef, d, m, n, k, 0 };
     return key;
 }
 

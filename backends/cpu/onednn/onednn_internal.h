@@ -15,6 +15,7 @@
 typedef struct opreg__mm_key {
     dnnl_data_type_t src, wei, bias, dst; /* bias dnnl_data_type_undef: none */
     int64_t m, n, k;
+    int threads; /* the OpenMP team's width; set by opreg__mm_acquire */
 } opreg__mm_key;
 
 typedef struct opreg__mm_prim opreg__mm_prim;

@@ -17,6 +17,7 @@
  * matmuls do, for their tile configuration and copies) gave wrong results
  * that way when called from several threads. */
 #include "backends/cpu/onednn/onednn_internal.h"
+#include "common/pool.h"
 
 #include <oneapi/dnnl/dnnl_debug.h>
 
@@ -26,6 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* Enough for the distinct shapes of a model's layers and batch sizes; a
  * serving loop with many M values cycles through the LRU instead. */
@@ -142,7 +147,22 @@ opreg_status opreg__onednn_scratch(size_t bytes, void **out) {
 
 static bool key_eq(const opreg__mm_key *a, const opreg__mm_key *b) {
     return a->src == b->src && a->wei == b->wei && a->bias == b->bias && a->dst == b->dst &&
-           a->m == b->m && a->n == b->n && a->k == b->k;
+           a->m == b->m && a->n == b->n && a->k == b->k && a->threads == b->threads;
+}
+
+/* oneDNN runs on the calling thread's OpenMP team. It is made as wide as
+ * opreg's pool (include/opreg/threads.h), so that a program that sets one
+ * width, or lends its own pool of that width, gets it from both. Primitives
+ * balance their work for the width they were made for, so the width is
+ * part of the cache key. */
+static int team_width(void) {
+#ifdef _OPENMP
+    int w = opreg__pool_threads();
+    if (omp_get_max_threads() != w) omp_set_num_threads(w);
+    return w;
+#else
+    return 1;
+#endif
 }
 
 static void prim_destroy(opreg__mm_prim *p) {
@@ -239,8 +259,11 @@ static opreg_status unsupported(const opreg__mm_key *key) {
                        key->n, key->k);
 }
 
-opreg_status opreg__mm_acquire(const opreg__mm_key *key, opreg__mm_prim **out) {
+opreg_status opreg__mm_acquire(const opreg__mm_key *asked, opreg__mm_prim **out) {
     opreg__mm_prim *p, *fresh = NULL, *drop = NULL;
+    opreg__mm_key sized = *asked;
+    const opreg__mm_key *key = &sized;
+    sized.threads = team_width();
     OPREG__TRY(get_engine());
     pthread_mutex_lock(&cache_lock);
     p = cache_find(key);

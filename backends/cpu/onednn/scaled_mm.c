@@ -68,7 +68,7 @@ static void split_weights(int8_t *dst, const int8_t *b, size_t count) {
 /* int32 accumulators of a [M,K] . w [K,n_cols] into @p acc [M, n_cols]. */
 static opreg_status int8_gemm(int32_t *acc, const void *a, const void *w, int64_t m, int64_t n_cols,
                               int64_t k) {
-    opreg__mm_key key = { dnnl_s8, dnnl_s8, dnnl_data_type_undef, dnnl_s32, m, n_cols, k };
+    opreg__mm_key key = { dnnl_s8, dnnl_s8, dnnl_data_type_undef, dnnl_s32, m, n_cols, k, 0 };
     opreg__mm_prim *prim;
     opreg_status st;
     if (k == 0) {
