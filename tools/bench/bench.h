@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "opreg/opreg.h"
+
 struct bench_ctx {
     bool json;              /* print JSON lines instead of text */
     bool progress;          /* print progress lines on stderr (set when stderr is a terminal) */
@@ -22,6 +24,24 @@ uint64_t bench_now_ns(void);
 /* A progress line on stderr when ctx->progress, overwritten by the next one. */
 void bench_progress(const struct bench_ctx *ctx, const char *fmt, ...);
 
+/* One op's inputs (tools/cmd/op_inputs.h), built once and called many
+ * times through the default registry (bench_case.c). */
+struct op_case {
+    const opreg_op *op;
+    struct op_inputs *in;
+    size_t bytes; /* moved by one call: read + written */
+};
+
+/* Build the inputs of @p opname in @p dtype at @p shape_text ("tokens=16,
+ * hidden=4096"); the arguments named in @p rw (two names, or NULL) are read
+ * and written, and count twice in the bytes. -1 (after a message naming
+ * case @p name) when the case cannot run. */
+int op_case_open(struct op_case *c, const char *name, const char *opname, opreg_dtype dtype,
+                 const char *shape_text, const char *const *rw);
+/* One call; its seconds, or -1 (after a message) when it failed. */
+double op_case_call(struct op_case *c, const char *name);
+void op_case_close(struct op_case *c);
+
 /* X(name, summary): the suites, in the order `opreg bench` runs them. Each is
  *   int bench_NAME(const struct bench_ctx *ctx);
  * returning 0 on success, 1 when the suite could not run (its input missing). */
@@ -29,6 +49,7 @@ void bench_progress(const struct bench_ctx *ctx, const char *fmt, ...);
     X(schema, "parse the native_functions corpus")                                                 \
     X(dispatch, "call, look up and query a 4-argument op through the registry")                    \
     X(ops, "memory-bound ops beside a STREAM triad, linear beside raw oneDNN")                     \
+    X(threads, "serving-size ops on one thread and on all, quiet and beside a busy process")       \
     X(python, "a call of opreg.ops._C.rms_norm from Python beside a trivial function call")
 
 #define X(name, summary) int bench_##name(const struct bench_ctx *ctx);
