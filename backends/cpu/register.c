@@ -1,5 +1,6 @@
 /* The CPU key of the op catalogue, as ordered providers (include/opreg/
- * provider.h): oneDNN where it covers the call, then the SIMD paths from
+ * provider.h): for linear and cutlass_scaled_mm with a few rows, gemv (one
+ * pass over the weights); oneDNN where it covers the call, then the SIMD paths from
  * the widest this CPU has (avx512_bf16, avx512, avx2), then portable C.
  * A SIMD provider declines when the CPU lacks its instructions or
  * OPREG_CPU_ISA caps the paths below it; paged attention's also decline
@@ -305,6 +306,74 @@ static bool attention_covers(const opreg_value *args, char *why, size_t cap) {
     return true;
 }
 
+/* ---- decode-sized GEMMs (gemv) --------------------------------------------------------- */
+
+/* The gemv kernels stream the weights once, which is what a few rows want;
+ * past OPREG__CPU_GEMV_MAX_ROWS rows the arithmetic dominates and oneDNN's
+ * blocked GEMMs are faster. Every layout the op's checks accept is dense
+ * along k, which is all the kernels need (scaled_mm's row and column
+ * strides are passed on). */
+static bool gemv_rows_ok(int64_t rows, char *why, size_t cap) {
+    if (rows <= OPREG__CPU_GEMV_MAX_ROWS) return true;
+    snprintf(why, cap, "M=%lld rows: past the gemv bound of %d, where oneDNN is faster",
+             (long long)rows, OPREG__CPU_GEMV_MAX_ROWS);
+    return false;
+}
+
+/* Without a SIMD path the kernels are scalar C, slower than oneDNN. */
+static bool gemv_isa_ok(char *why, size_t cap) {
+    if (opreg__cpu_isa() > OPREG__ISA_PORTABLE) return true;
+    snprintf(why, cap, "no SIMD path (%s): oneDNN is faster than gemv's portable C",
+             opreg__cpu_isa_detected() > OPREG__ISA_PORTABLE ? "OPREG_CPU_ISA=portable"
+                                                             : "this CPU lacks AVX2");
+    return false;
+}
+
+static bool linear_gemv_covers(const opreg_value *args, char *why, size_t cap) {
+    const opreg_tensor *in = TS(0);
+    int dt;
+    if (!in->shape || in->ndim < 1) return true; /* for the checks to refuse */
+    dt = opreg__dtype_of(in);
+    if (dt != OPREG_DTYPE_F32 && dt != OPREG_DTYPE_BF16 && dt != OPREG_DTYPE_F16) {
+        snprintf(why, cap, "gemv takes f32, f16 and bf16 operands only");
+        return false;
+    }
+    return gemv_isa_ok(why, cap) && gemv_rows_ok(opreg__rows(in), why, cap);
+}
+
+static opreg_status gemv_linear(const opreg_tensor *out, const opreg_tensor *input,
+                                const opreg_tensor *weight, const opreg_tensor *bias) {
+    opreg__cpu_gemv_linear(opreg__cpu_isa(), opreg__dtype_of(input), opreg__ptr(out),
+                           opreg__ptr(input), opreg__ptr(weight), bias ? opreg__ptr(bias) : NULL,
+                           opreg__rows(input), weight->shape[0], weight->shape[1]);
+    return OPREG_OK;
+}
+
+static opreg_status run_linear_gemv(const opreg_value *args, opreg_value *rets,
+                                    const struct cpu_provider *p) {
+    (void)p;
+    return opreg__linear_checked_into_new(rets, args, TS(0)->device, gemv_linear);
+}
+
+static bool scaled_mm_gemv_covers(const opreg_value *args, char *why, size_t cap) {
+    const opreg_tensor *a = TS(1);
+    if (!well_formed(a, 2)) return true; /* for the checks to refuse */
+    return gemv_isa_ok(why, cap) && gemv_rows_ok(a->shape[0], why, cap);
+}
+
+static opreg_status run_cutlass_scaled_mm_gemv(const opreg_value *args, opreg_value *rets,
+                                               const struct cpu_provider *p) {
+    (void)rets, (void)p;
+    const opreg_tensor *out = TS(0), *a = TS(1), *b = TS(2), *as = TS(3), *bs = TS(4),
+                       *bias = OT(5);
+    opreg__cpu_gemv_scaled_mm(opreg__cpu_isa(), opreg__dtype_of(a), opreg__dtype_of(out),
+                              opreg__ptr(out), opreg__ptr(a), opreg__stride(a, 0), opreg__ptr(b),
+                              opreg__stride(b, 1), opreg__ptr(as), opreg__numel(as) != 1,
+                              opreg__ptr(bs), opreg__numel(bs) != 1, bias ? opreg__ptr(bias) : NULL,
+                              a->shape[0], b->shape[1], a->shape[1]);
+    return OPREG_OK;
+}
+
 /* ---- GEMM (oneDNN) ------------------------------------------------------------------------ */
 
 static opreg_status run_cutlass_scaled_mm_onednn(const opreg_value *args, opreg_value *rets,
@@ -319,8 +388,8 @@ static bool scaled_mm_covers(const opreg_value *args, char *why, size_t cap) {
         return true; /* for the checks to refuse */
     if (opreg__onednn_scaled_mm_covers(out, a, b)) return true;
     snprintf(why, cap,
-             "oneDNN takes int8 a and b, an f32 or bf16 result, a's rows and b's "
-             "columns dense");
+             "oneDNN takes an f32 or bf16 result, and fp8 a and b or int8 ones with a's "
+             "rows and b's columns dense");
     return false;
 }
 
@@ -349,9 +418,10 @@ static bool linear_covers(const opreg_value *args, char *why, size_t cap) {
 
 /* ---- the providers --------------------------------------------------------------------- */
 
-/* Priorities: oneDNN first, the SIMD paths from the widest, then portable
+/* Priorities: gemv for a few rows, then oneDNN, the SIMD paths from the widest, then portable
  * and reference; a plugin places its own around these by name or number. */
 enum {
+    PRIO_GEMV = 450,
     PRIO_ONEDNN = 400,
     PRIO_AVX512_BF16 = 330,
     PRIO_AVX512 = 320,
@@ -467,11 +537,15 @@ static struct cpu_entry topk_softmax_p[] = {
     ONLY("portable", PRIO_PORTABLE, topk_softmax, 3, "gating_output", NULL, ref_topk_softmax),
 };
 static struct cpu_entry cutlass_scaled_mm_p[] = {
+    PROVIDER("gemv", PRIO_GEMV, true, cutlass_scaled_mm, 1, "a", NULL, run_cutlass_scaled_mm_gemv,
+             OPREG__ISA_PORTABLE, 0, scaled_mm_gemv_covers),
     PROVIDER("onednn", PRIO_ONEDNN, true, cutlass_scaled_mm, 1, "a", NULL,
              run_cutlass_scaled_mm_onednn, OPREG__ISA_PORTABLE, 0, scaled_mm_covers),
     ONLY("portable", PRIO_PORTABLE, cutlass_scaled_mm, 0, "out", NULL, ref_cutlass_scaled_mm),
 };
 static struct cpu_entry linear_p[] = {
+    PROVIDER("gemv", PRIO_GEMV, true, linear, 0, "input", NULL, run_linear_gemv,
+             OPREG__ISA_PORTABLE, 0, linear_gemv_covers),
     PROVIDER("onednn", PRIO_ONEDNN, true, linear, 0, "input", NULL, run_linear_onednn,
              OPREG__ISA_PORTABLE, 0, linear_covers),
     ONLY("portable", PRIO_PORTABLE, linear, 0, "input", NULL, run_linear_portable),

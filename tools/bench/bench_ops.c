@@ -214,6 +214,125 @@ static void gemm_cases(const struct bench_ctx *ctx) {
     }
 }
 
+/* Decode-shaped GEMMs: a few tokens against a weight, one pass over it, so
+ * their figure is the weight's bytes per second beside the triad measured
+ * in the same rounds. Each runs as the registry chooses (the gemv provider
+ * up to its bound) and pinned to oneDNN, the provider it displaces. */
+static const struct decode_case {
+    const char *name, *op;
+    opreg_dtype dtype;
+    const char *extra; /* shape options of the op's builder */
+    int weight_bytes;  /* per element */
+} decode_cases[] = {
+    { "linear_bf16", "_C::linear", OPREG_DTYPE_BF16, "", 2 },
+    { "linear_f32", "_C::linear", OPREG_DTYPE_F32, "", 4 },
+    { "scaled_mm_int8", "_C::cutlass_scaled_mm", OPREG_DTYPE_BF16, ",per_token=1,per_channel=1",
+      1 },
+    { "scaled_mm_fp8", "_C::cutlass_scaled_mm", OPREG_DTYPE_BF16, ",fp8=1,per_channel=1", 1 },
+};
+
+/* The best seconds of ROUNDS calls of @p c, each after a triad (which also
+ * evicts the weight from the caches); the best triad beside them goes to
+ * @p triad. 0 when a call failed. */
+static double decode_best(const struct bench_ctx *ctx, struct op_case *c, const char *name,
+                          const struct triad *tr, double *triad) {
+    double best = 0;
+    for (int r = 0; r <= ROUNDS; r++) {
+        bench_progress(ctx, "ops %s: round %d of %d", name, r, ROUNDS);
+        double g = triad_run(tr), t = op_case_call(c, name);
+        if (t < 0) return 0;
+        if (r == 0) continue;
+        if (g > *triad) *triad = g;
+        best = min_pos(best, t);
+    }
+    return best;
+}
+
+static void decode_cases_run(const struct bench_ctx *ctx, const struct triad *tr) {
+    static const int64_t tokens[] = { 1, 4, 16 };
+    static const int64_t nk[][2] = { { 4096, 4096 }, { 14336, 4096 }, { 4096, 14336 } };
+    opreg_registry *reg = opreg_registry_default();
+    for (size_t c = 0; c < sizeof decode_cases / sizeof decode_cases[0]; c++)
+        for (size_t s = 0; s < sizeof nk / sizeof nk[0]; s++)
+            for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++) {
+                const struct decode_case *dc = &decode_cases[c];
+                const char *none[2] = { NULL, NULL };
+                char shape[160], name[96], pin[64];
+                struct op_case oc;
+                double triad = 0, best, best_onednn;
+                int64_t n = nk[s][0], k = nk[s][1];
+                snprintf(shape, sizeof shape, "tokens=%lld,hidden=%lld,out_features=%lld,bias=0%s",
+                         (long long)tokens[t], (long long)k, (long long)n, dc->extra);
+                snprintf(name, sizeof name, "%s_m%lld_n%lld_k%lld", dc->name, (long long)tokens[t],
+                         (long long)n, (long long)k);
+                if (op_case_open(&oc, name, dc->op, dc->dtype, shape, none) != 0) continue;
+                best = decode_best(ctx, &oc, name, tr, &triad);
+                snprintf(pin, sizeof pin, "%s=onednn", dc->op);
+                opreg_registry_set_providers(reg, pin);
+                best_onednn = decode_best(ctx, &oc, name, tr, &triad);
+                opreg_registry_set_providers(reg, NULL);
+                op_case_close(&oc);
+                if (ctx->progress) fputs("\r\033[K", stderr);
+                double bytes = (double)n * (double)k * dc->weight_bytes;
+                double gbs = best > 0 ? bytes / best / 1e9 : 0;
+                double onednn = best_onednn > 0 ? bytes / best_onednn / 1e9 : 0;
+                if (ctx->json)
+                    printf("{\"suite\":\"ops\",\"case\":\"%s\",\"m\":%lld,\"n\":%lld,"
+                           "\"k\":%lld,\"weight_gb_per_s\":%.2f,\"of_triad\":%.2f,"
+                           "\"triad_gb_per_s\":%.2f,\"onednn_weight_gb_per_s\":%.2f}\n",
+                           name, (long long)tokens[t], (long long)n, (long long)k, gbs,
+                           triad > 0 ? gbs / triad : 0, triad, onednn);
+                else
+                    printf("ops     %-32s %8.2f GB/s  %4.2f of the triad (%.1f GB/s beside it); "
+                           "oneDNN %.2f GB/s\n",
+                           name, gbs, triad > 0 ? gbs / triad : 0, triad, onednn);
+                fflush(stdout);
+            }
+}
+
+/* fp8 cutlass_scaled_mm beside bf16 linear on one prefill-sized shape: the
+ * fp8 path widens to bf16 and runs oneDNN's bf16 GEMM, so its GFLOP/s is
+ * read against linear's. */
+static void fp8_gemm_case(const struct bench_ctx *ctx) {
+    static const struct {
+        const char *name, *op;
+        const char *extra;
+    } pair[2] = { { "linear_bf16", "_C::linear", "" },
+                  { "scaled_mm_fp8", "_C::cutlass_scaled_mm", ",fp8=1,per_channel=1" } };
+    const int64_t m = 512, n = 2048, k = 1024;
+    const double flop = 2.0 * (double)m * (double)n * (double)k;
+    double gflops[2] = { 0, 0 };
+    for (int c = 0; c < 2; c++) {
+        const char *none[2] = { NULL, NULL };
+        char shape[128], name[64];
+        struct op_case oc;
+        double best = 0;
+        snprintf(shape, sizeof shape, "tokens=%lld,hidden=%lld,out_features=%lld,bias=0%s",
+                 (long long)m, (long long)k, (long long)n, pair[c].extra);
+        snprintf(name, sizeof name, "%s_m%lld_n%lld_k%lld", pair[c].name, (long long)m,
+                 (long long)n, (long long)k);
+        if (op_case_open(&oc, name, pair[c].op, OPREG_DTYPE_BF16, shape, none) != 0) continue;
+        for (int r = 0; r <= ROUNDS; r++) {
+            bench_progress(ctx, "ops %s: round %d of %d", name, r, ROUNDS);
+            double t = op_case_call(&oc, name);
+            if (t < 0) break;
+            if (r > 0) best = min_pos(best, t);
+        }
+        op_case_close(&oc);
+        if (ctx->progress) fputs("\r\033[K", stderr);
+        gflops[c] = best > 0 ? flop / best / 1e9 : 0;
+        if (ctx->json)
+            printf("{\"suite\":\"ops\",\"case\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
+                   "\"gflops\":%.1f,\"of_linear_bf16\":%.2f}\n",
+                   name, (long long)m, (long long)n, (long long)k, gflops[c],
+                   gflops[0] > 0 ? gflops[c] / gflops[0] : 0);
+        else
+            printf("ops     %-32s %8.1f GFLOP/s  %4.2f of linear_bf16 on the shape\n", name,
+                   gflops[c], gflops[0] > 0 ? gflops[c] / gflops[0] : 0);
+        fflush(stdout);
+    }
+}
+
 int bench_ops(const struct bench_ctx *ctx) {
     if (ctx->device && strncmp(ctx->device, "cuda", 4) == 0) return bench_ops_cuda(ctx);
     if (!opreg_registry_default()) {
@@ -267,7 +386,9 @@ int bench_ops(const struct bench_ctx *ctx) {
                    mc->name, gbs, ratio, case_triad, oc.bytes >> 20);
         fflush(stdout);
     }
+    decode_cases_run(ctx, &tr);
     triad_free(&tr);
     gemm_cases(ctx);
+    fp8_gemm_case(ctx);
     return 0;
 }

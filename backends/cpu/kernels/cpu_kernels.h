@@ -99,6 +99,28 @@ void opreg__cpu_int8_dynamic(int isa, int dt, int8_t *out, float *scales, const 
 void opreg__cpu_fp8_static(int isa, int dt, uint8_t *out, const void *in, int64_t n, float scale);
 void opreg__cpu_fp8_dynamic(int isa, int dt, uint8_t *out, float *scale, const void *in, int64_t n);
 
+/* ---- decode-sized GEMMs (gemv.c) ------------------------------------------- */
+
+/* The most input rows for which the CPU key's "gemv" provider takes linear
+ * and cutlass_scaled_mm: past it oneDNN's blocked GEMMs are faster (the
+ * measurement is in docs/performance.md). */
+#define OPREG__CPU_GEMV_MAX_ROWS 16
+
+/* linear: out [m, n] = in [m, k] . w [n, k]^T + bias [n] (bias may be
+ * NULL), all dense in @p dt (F32, F16 or BF16), f32 sums rounded once. */
+void opreg__cpu_gemv_linear(int isa, int dt, void *out, const void *in, const void *w,
+                            const void *bias, int64_t m, int64_t n, int64_t k);
+/* cutlass_scaled_mm: @p dt I8 (int32 sums) or F8_E4M3FN (f32 sums) for a
+ * [m, k], rows @p a_stride apart, and b [k, n] column-major, columns
+ * @p b_stride apart; out [m, n] dense in @p out_dt (F32, F16 or BF16) and
+ * bias [n] (or NULL) in it too; a_scales [m] when @p per_token, else [1];
+ * b_scales [n] when @p per_channel, else [1]. out = (T)fmaf(a_s,
+ * acc * b_s, bias), vLLM's CUTLASS epilogue. */
+void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const void *a,
+                               int64_t a_stride, const void *b, int64_t b_stride,
+                               const float *a_scales, bool per_token, const float *b_scales,
+                               bool per_channel, const void *bias, int64_t m, int64_t n, int64_t k);
+
 /* ---- KV cache ---------------------------------------------------------------- */
 
 /* kv_kind: 0 = "auto" (copy element bytes), 1 = fp8 e4m3fn, 2 = fp8 e5m2

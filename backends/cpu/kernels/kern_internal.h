@@ -74,6 +74,23 @@ struct opreg__pa_args {
     float lut[256];
 };
 
+/* A GEMV (gemv.c): out [m, n] from m input rows of k elements, a->in_stride
+ * apart, and n weight rows of k elements, a->w_stride apart; one work item
+ * is OPREG__GEMV_COLS output columns. linear: dt is F32, F16 or BF16 for
+ * in, w, bias and out. cutlass_scaled_mm: dt is I8 or F8_E4M3FN for in
+ * (a) and w (b's columns), out and bias in out_dt, a_scales one per row
+ * when per_token, b_scales one per column when per_channel. */
+struct opreg__gemv_args {
+    void *out;
+    const void *in, *w, *bias;
+    const float *a_scales, *b_scales;
+    int64_t m, n, k, in_stride, w_stride;
+    int dt, out_dt;
+    int per_token, per_channel;
+};
+
+#define OPREG__GEMV_COLS 4
+
 /* The portable paged_attention_v1 over items [r0, r1). */
 void opreg__cpu_pa_portable_range(const void *args, int64_t r0, int64_t r1);
 
@@ -122,6 +139,7 @@ struct opreg__cpu_simd {
     opreg__cpu_range_fn gated, elementwise;
     opreg__cpu_range_fn rotary;
     opreg__cpu_range_fn int8_static, int8_dynamic, fp8_static, amax;
+    opreg__cpu_range_fn gemv_linear, gemv_int8, gemv_fp8;
     /* NULL when the call's sizes do not suit the path: see attention.c. */
     opreg__cpu_range_fn attention;
 };
@@ -172,6 +190,26 @@ static inline float opreg__cpu_round(int dt, float v) {
     if (dt == OPREG_DTYPE_BF16) return opreg__bf16_to_f32(opreg__f32_to_bf16(v));
     if (dt == OPREG_DTYPE_F16) return opreg__f16_to_f32(opreg__f32_to_f16(v));
     return v;
+}
+
+/* linear's output element (i, j) from its f32 sum: plus the bias, rounded
+ * once to dt. */
+static inline void opreg__gemv_linear_out(int dt, const struct opreg__gemv_args *a, int64_t i,
+                                          int64_t j, float acc) {
+    if (a->bias) acc += opreg__cpu_ld(dt, a->bias, j);
+    opreg__cpu_st(dt, a->out, i * a->n + j, acc);
+}
+
+/* cutlass_scaled_mm's output element (i, j) from its sum, in the order of
+ * vLLM's CUTLASS epilogue (and of the oneDNN provider):
+ * t = acc * b_scale, v = fmaf(a_scale, t, bias) (a_scale * t without one),
+ * then one rounding to out_dt. */
+static inline void opreg__gemv_scaled_out(const struct opreg__gemv_args *a, int64_t i, int64_t j,
+                                          float acc) {
+    float t = acc * a->b_scales[a->per_channel ? j : 0];
+    float s = a->a_scales[a->per_token ? i : 0];
+    float v = a->bias ? fmaf(s, t, opreg__cpu_ld(a->out_dt, a->bias, j)) : s * t;
+    opreg__cpu_st(a->out_dt, a->out, i * a->n + j, v);
 }
 
 #endif

@@ -201,4 +201,80 @@ VI void vstore_e4m3(uint8_t *p, vf v, int64_t n) {
     store_bytes(p, _mm256_or_si256(nrm, sign), n);
 }
 
+/* ---- the GEMV helpers (gemv_simd.h) -------------------------------------- */
+
+/* Input rows one GEMV tile holds in registers: 2 rows of 4 columns are 8
+ * accumulators, with the 4 weight vectors and an input vector within the
+ * 16 registers. */
+#define VGEMV_ROWS 2
+
+typedef __m256i vint;
+
+/* VW 32-bit lanes of raw bits at p (2 * VW bf16 values as pairs). */
+VI vf vload_bits(const void *p) {
+    return _mm256_loadu_ps((const float *)p);
+}
+/* @p bytes < 4 * VW bytes at p; the rest of the lanes are zero. */
+VI vf vload_bits_n(const void *p, int64_t bytes) {
+    unsigned char buf[32] = { 0 };
+    memcpy(buf, p, (size_t)bytes);
+    return _mm256_loadu_ps((const float *)buf);
+}
+
+/* acc + x.even * w.even + x.odd * w.odd, the lanes of x and w being bf16
+ * pairs: each half widens exactly (a shift or a mask) into an FMA. */
+VI vf vdot_bf16x2(vf acc, vf x, vf w) {
+    const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
+    __m256i xi = _mm256_castps_si256(x), wi = _mm256_castps_si256(w);
+    acc = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(xi, 16)),
+                          _mm256_castsi256_ps(_mm256_slli_epi32(wi, 16)), acc);
+    return _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(xi, hi)),
+                           _mm256_castsi256_ps(_mm256_and_si256(wi, hi)), acc);
+}
+
+VI vint vizero(void) {
+    return _mm256_setzero_si256();
+}
+/* 2 * VW int8 values at p as int16 lanes; _n: the first n < 2 * VW, zeros after. */
+VI vint vwiden_i8(const int8_t *p) {
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p));
+}
+VI vint vwiden_i8_n(const int8_t *p, int64_t n) {
+    unsigned char buf[16] = { 0 };
+    memcpy(buf, p, (size_t)n);
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)buf));
+}
+/* acc + the pairwise products of int16 lanes, in int32 lanes (exact for
+ * int8 values: |x * w| <= 2^14). */
+VI vint vdot_i16(vint acc, vint x, vint w) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(x, w));
+}
+VI int32_t vihsum(vint a) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* e4m3fn codes as f16 bits, times 2^8 in float: exact for every code, the
+ * f16 exponent field being 8 above e4m3's bias and its subnormals below
+ * e4m3's. The codes 0x7F and 0xFF are NaN. */
+VI vf e4m3_widen(__m128i c) {
+    __m128i mag = _mm_and_si128(c, _mm_set1_epi16(0x7F));
+    __m128i h = _mm_or_si128(_mm_slli_epi16(mag, 7),
+                             _mm_slli_epi16(_mm_and_si128(c, _mm_set1_epi16(0x80)), 8));
+    __m256i nan = _mm256_cvtepi16_epi32(_mm_cmpeq_epi16(mag, _mm_set1_epi16(0x7F)));
+    vf f = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
+    return _mm256_blendv_ps(f, _mm256_set1_ps(NAN), _mm256_castsi256_ps(nan));
+}
+/* VW e4m3fn codes at p as floats; _n: the first n < VW, zeros after. */
+VI vf vload_e4m3(const uint8_t *p) {
+    return e4m3_widen(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)p)));
+}
+VI vf vload_e4m3_n(const uint8_t *p, int64_t n) {
+    unsigned char buf[8] = { 0 };
+    memcpy(buf, p, (size_t)n);
+    return vload_e4m3(buf);
+}
+
 #endif

@@ -203,4 +203,78 @@ VI void vstore_e4m3(uint8_t *p, vf v, int64_t n) {
     _mm512_mask_cvtepi32_storeu_epi8(p, tail_mask(n), _mm512_or_si512(nrm, sign));
 }
 
+/* ---- the GEMV helpers (gemv_simd.h) -------------------------------------- */
+
+/* Input rows one GEMV tile holds in registers: 4 rows of 4 columns are 16
+ * accumulators, with room for the 4 weight vectors and one input vector
+ * in the 32 registers. */
+#define VGEMV_ROWS 4
+
+typedef __m512i vint;
+
+/* VW 32-bit lanes of raw bits at p (2 * VW bf16 values as pairs). */
+VI vf vload_bits(const void *p) {
+    return _mm512_loadu_ps(p);
+}
+/* @p bytes < 4 * VW bytes at p; the rest of the lanes are zero. */
+VI vf vload_bits_n(const void *p, int64_t bytes) {
+    return _mm512_castsi512_ps(_mm512_maskz_loadu_epi8((__mmask64)((1ull << bytes) - 1u), p));
+}
+
+/* acc + x.even * w.even + x.odd * w.odd, the lanes of x and w being bf16
+ * pairs. With AVX512-BF16 one VDPBF16PS: its products are exact, but it
+ * rounds each of the two additions to nearest even, reads bf16 subnormals
+ * as zero and flushes subnormal results (whatever MXCSR says). Without it,
+ * each half widens exactly (a shift or a mask) into an FMA. */
+VI vf vdot_bf16x2(vf acc, vf x, vf w) {
+#ifdef OPREG__SIMD_BF16
+    return _mm512_dpbf16_ps(acc, (__m512bh)x, (__m512bh)w);
+#else
+    const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u);
+    __m512i xi = _mm512_castps_si512(x), wi = _mm512_castps_si512(w);
+    acc = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(xi, 16)),
+                          _mm512_castsi512_ps(_mm512_slli_epi32(wi, 16)), acc);
+    return _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(xi, hi)),
+                           _mm512_castsi512_ps(_mm512_and_si512(wi, hi)), acc);
+#endif
+}
+
+VI vint vizero(void) {
+    return _mm512_setzero_si512();
+}
+/* 2 * VW int8 values at p as int16 lanes; _n: the first n < 2 * VW, zeros after. */
+VI vint vwiden_i8(const int8_t *p) {
+    return _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)p));
+}
+VI vint vwiden_i8_n(const int8_t *p, int64_t n) {
+    return _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8((__mmask32)((1ull << n) - 1u), p));
+}
+/* acc + the pairwise products of int16 lanes, in int32 lanes (exact for
+ * int8 values: |x * w| <= 2^14). */
+VI vint vdot_i16(vint acc, vint x, vint w) {
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(x, w));
+}
+VI int32_t vihsum(vint a) {
+    return _mm512_reduce_add_epi32(a);
+}
+
+/* e4m3fn codes as f16 bits, times 2^8 in float: exact for every code, the
+ * f16 exponent field being 8 above e4m3's bias and its subnormals below
+ * e4m3's. The codes 0x7F and 0xFF are NaN. */
+VI vf e4m3_widen(__m256i c) {
+    __m256i h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(c, _mm256_set1_epi16(0x7F)), 7),
+                                _mm256_slli_epi16(_mm256_and_si256(c, _mm256_set1_epi16(0x80)), 8));
+    __mmask16 nan = _mm256_cmpeq_epi16_mask(_mm256_and_si256(c, _mm256_set1_epi16(0x7F)),
+                                            _mm256_set1_epi16(0x7F));
+    vf f = _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
+    return _mm512_mask_mov_ps(f, nan, _mm512_set1_ps(NAN));
+}
+/* VW e4m3fn codes at p as floats; _n: the first n < VW, zeros after. */
+VI vf vload_e4m3(const uint8_t *p) {
+    return e4m3_widen(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p)));
+}
+VI vf vload_e4m3_n(const uint8_t *p, int64_t n) {
+    return e4m3_widen(_mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(tail_mask(n), p)));
+}
+
 #endif

@@ -21,6 +21,7 @@
 #include "backends/cpu/kernels/rotary_simd.h"
 #include "backends/cpu/kernels/quant_simd.h"
 #include "backends/cpu/kernels/attention_simd.h"
+#include "backends/cpu/kernels/gemv_simd.h"
 
 const struct opreg__cpu_simd opreg__cpu_simd_avx512bf16 = {
     .rms_norm = rms_norm_range,
@@ -32,6 +33,9 @@ const struct opreg__cpu_simd opreg__cpu_simd_avx512bf16 = {
     .int8_dynamic = int8_dynamic_range,
     .fp8_static = fp8_static_range,
     .amax = amax_range,
+    .gemv_linear = gemv_linear_range,
+    .gemv_int8 = gemv_int8_range,
+    .gemv_fp8 = gemv_fp8_range,
     .attention = attention_range,
 };
 

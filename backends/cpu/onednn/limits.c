@@ -1,7 +1,7 @@
 /* Which calls the oneDNN GEMM kernels cover, for arguments that passed the
  * op's checks: the CPU key's oneDNN providers ask this before they accept a
  * call. A configuration the op allows but oneDNN's path does not cover (f16
- * linear, fp8 operands, f16 out, padded rows) runs the next provider. */
+ * linear, f16 out, padded int8 rows) runs the next provider. */
 #include "backends/cpu/onednn/onednn.h"
 #include "ops/ops_internal.h"
 
@@ -20,8 +20,9 @@ bool opreg__onednn_linear_covers(const opreg_tensor *input) {
 bool opreg__onednn_scaled_mm_covers(const opreg_tensor *out, const opreg_tensor *a,
                                     const opreg_tensor *b) {
     int64_t k = a->shape[1];
+    if (!is_dtype(out, OPREG_DTYPE_F32, OPREG_DTYPE_BF16)) return false;
+    if (is_dtype(a, OPREG_DTYPE_F8_E4M3FN, OPREG_DTYPE_F8_E4M3FN)) return true; /* copied dense */
     return is_dtype(a, OPREG_DTYPE_I8, OPREG_DTYPE_I8) &&
-           is_dtype(out, OPREG_DTYPE_F32, OPREG_DTYPE_BF16) &&
            (a->shape[0] <= 1 || opreg__stride(a, 0) == k) &&
            (b->shape[1] <= 1 || opreg__stride(b, 1) == k);
 }

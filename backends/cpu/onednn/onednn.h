@@ -27,14 +27,17 @@ opreg_status opreg__onednn_linear(opreg_tensor *out, const opreg_tensor *input,
  * b [K,N] column-major (strides (1,K)), a_scales f32 of numel 1 or M,
  * b_scales f32 of numel 1 or N, bias [N] of out's dtype or NULL, out f32 or
  * bf16 [M,N]. The scale-and-bias step is one fused multiply-add rounded to
- * f32, then to T: the order of vLLM's CUTLASS epilogue (see scaled_mm.c). */
+ * f32, then to T: the order of vLLM's CUTLASS epilogue (see scaled_mm.c).
+ * fp8 e4m3fn a and b (any row and column strides) are widened exactly to
+ * bf16 (f32 where this oneDNN has no bf16 matmul), summed in f32 by oneDNN
+ * and take the same epilogue. */
 opreg_status opreg__onednn_scaled_mm(opreg_tensor *out, const opreg_tensor *a,
                                      const opreg_tensor *b, const opreg_tensor *a_scales,
                                      const opreg_tensor *b_scales, const opreg_tensor *bias);
 
 /* For arguments that passed the op's checks: whether the oneDNN kernel
- * covers them. linear: f32 or bf16. cutlass_scaled_mm: int8 a and b, f32 or
- * bf16 out, a's rows and b's columns K elements apart. */
+ * covers them. linear: f32 or bf16. cutlass_scaled_mm: f32 or bf16 out, and
+ * fp8 a and b, or int8 ones with a's rows and b's columns K elements apart. */
 bool opreg__onednn_linear_covers(const opreg_tensor *input);
 bool opreg__onednn_scaled_mm_covers(const opreg_tensor *out, const opreg_tensor *a,
                                     const opreg_tensor *b);

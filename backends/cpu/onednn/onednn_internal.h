@@ -59,7 +59,12 @@ typedef struct opreg__mm_epilogue {
     bool per_col;
     const void *bias; /* NULL: none */
     size_t split;     /* 0, or N: the accumulator is acc[n] + acc[N + n] */
+    bool acc_f32;     /* acc holds f32 sums (fp8's bf16 GEMM), not int32 */
 } opreg__mm_epilogue;
+/* e4m3fn codes to bf16 or f32, exactly (e4m3fn's values are a subset of
+ * both); the NaN codes 0x7F and 0xFF give NaN. */
+void opreg__e4m3_to_bf16_n(uint16_t *dst, const uint8_t *src, size_t n);
+void opreg__e4m3_to_f32_n(float *dst, const uint8_t *src, size_t n);
 void opreg__mm_epilogue_row(const opreg__mm_epilogue *e, const int32_t *acc, float *out_f32,
                             uint16_t *out_bf16, size_t n);
 

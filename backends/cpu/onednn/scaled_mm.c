@@ -47,6 +47,15 @@ static int64_t numel(const opreg_tensor *t) {
     return n;
 }
 
+/* Elements between consecutive indices of dim @p d (strides NULL: dense). */
+static int64_t stride_of(const opreg_tensor *t, int d) {
+    int64_t s = 1;
+    if (t->strides) return t->strides[d];
+    for (int i = d + 1; i < t->ndim; i++)
+        s *= t->shape[i];
+    return s;
+}
+
 /* True when oneDNN's int8 GEMM may saturate on this CPU: no VNNI or AMX. */
 static bool int8_needs_split(void) {
     unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
@@ -102,11 +111,58 @@ static opreg_status accumulate(const opreg_tensor *out, const opreg_tensor *a,
     return int8_gemm(*acc, ptr_of(a), w, m, split ? 2 * n : n, k);
 }
 
+/* fp8 e4m3fn: a and b are widened exactly into this thread's scratch,
+ * dense, and oneDNN's bf16 matmul (f32 where this oneDNN has none for the
+ * CPU) sums their products in f32: a product of two e4m3 values is exact
+ * in either. The f32 sums then take the int8 epilogue's steps. The copy
+ * of b is written once per call and read by every block of oneDNN's GEMM,
+ * a small cost beside the arithmetic once a has more than a few rows (the
+ * CPU key's gemv provider takes the few-row calls). */
+static opreg_status fp8_accumulate(const opreg_tensor *a, const opreg_tensor *b, int64_t m,
+                                   int64_t n, int64_t k, float **acc) {
+    opreg__mm_key key = { dnnl_bf16, dnnl_bf16, dnnl_data_type_undef, dnnl_f32, m, n, k };
+    opreg__mm_prim *prim;
+    opreg_status st = opreg__mm_acquire(&key, &prim);
+    bool bf16 = st == OPREG_OK;
+    size_t es = bf16 ? 2 : 4, acc_room = ((size_t)(m * n) * sizeof(float) + 63u) & ~(size_t)63u;
+    size_t a_room = ((size_t)(m * k) * es + 63u) & ~(size_t)63u;
+    const uint8_t *pa = ptr_of(a), *pb = ptr_of(b);
+    int64_t as0 = stride_of(a, 0), bs1 = stride_of(b, 1);
+    char *scratch, *wa, *wb;
+    if (!bf16) {
+        if (st != OPREG_ERR_UNSUPPORTED) return st;
+        opreg_clear_error();
+        key.src = key.wei = dnnl_f32;
+        OPREG__TRY(opreg__mm_acquire(&key, &prim));
+    }
+    st = opreg__onednn_scratch(acc_room + a_room + (size_t)(n * k) * es, (void **)&scratch);
+    if (st != OPREG_OK) {
+        opreg__mm_release(prim);
+        return st;
+    }
+    *acc = (float *)(void *)scratch;
+    wa = scratch + acc_room;
+    wb = wa + a_room;
+    for (int64_t i = 0; i < m; i++)
+        if (bf16)
+            opreg__e4m3_to_bf16_n((uint16_t *)(void *)wa + i * k, pa + i * as0, (size_t)k);
+        else
+            opreg__e4m3_to_f32_n((float *)(void *)wa + i * k, pa + i * as0, (size_t)k);
+    for (int64_t j = 0; j < n; j++)
+        if (bf16)
+            opreg__e4m3_to_bf16_n((uint16_t *)(void *)wb + j * k, pb + j * bs1, (size_t)k);
+        else
+            opreg__e4m3_to_f32_n((float *)(void *)wb + j * k, pb + j * bs1, (size_t)k);
+    st = opreg__mm_execute(prim, wa, wb, NULL, *acc);
+    opreg__mm_release(prim);
+    return st;
+}
+
 opreg_status opreg__onednn_scaled_mm(opreg_tensor *out, const opreg_tensor *a,
                                      const opreg_tensor *b, const opreg_tensor *a_scales,
                                      const opreg_tensor *b_scales, const opreg_tensor *bias) {
     int64_t m, n, k;
-    bool out_bf16, split;
+    bool out_bf16, split, fp8;
     int32_t *acc;
     const float *as;
     opreg__mm_epilogue e;
@@ -115,14 +171,23 @@ opreg_status opreg__onednn_scaled_mm(opreg_tensor *out, const opreg_tensor *a,
     n = b->shape[1];
     if (m == 0 || n == 0) return OPREG_OK;
     out_bf16 = out->dtype.code == kDLBfloat;
-    split = k > 0 && int8_needs_split();
-    OPREG__TRY(accumulate(out, a, b, m, n, k, split, &acc));
+    fp8 = a->dtype.code != kDLInt;
+    split = !fp8 && k > 0 && int8_needs_split();
+    /* fp8 with k == 0 takes the int8 route, whose empty sums are zeros */
+    if (fp8 && k > 0) {
+        float *sums;
+        OPREG__TRY(fp8_accumulate(a, b, m, n, k, &sums));
+        acc = (int32_t *)(void *)sums;
+    } else {
+        OPREG__TRY(accumulate(out, a, b, m, n, k, split, &acc));
+    }
 
     as = ptr_of(a_scales);
     e.b_scales = ptr_of(b_scales);
     e.per_col = numel(b_scales) != 1;
     e.bias = ptr_of(bias);
     e.split = split ? (size_t)n : 0;
+    e.acc_f32 = fp8 && k > 0;
     for (int64_t i = 0; i < m; i++) {
         const int32_t *row = acc + i * n * (split ? 2 : 1);
         e.a_scale = as[numel(a_scales) == 1 ? 0 : i];

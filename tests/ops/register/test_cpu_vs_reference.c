@@ -41,6 +41,12 @@
     "tokens=0,hidden=8,out_features=4", "tokens=1,hidden=1,out_features=1",                        \
         "tokens=5,hidden=33,out_features=17,bias=0", "tokens=70,hidden=300,out_features=65"
 
+/* Decode shapes for the gemv provider: M = 1..16, K = 1, odd K and N. */
+#define DECODE                                                                                     \
+    "tokens=1,hidden=7,out_features=5", "tokens=3,hidden=65,out_features=33,bias=0",               \
+        "tokens=16,hidden=1,out_features=9", "tokens=16,hidden=257,out_features=19",               \
+        "tokens=8,hidden=4099,out_features=7,bias=0"
+
 typedef struct op_case {
     const char *op;
     const char *shapes[12];
@@ -84,8 +90,9 @@ static const op_case cases[] = {
         "row_pad=64" } },
     { "cutlass_scaled_mm",
       { GEMM, "tokens=9,hidden=40,out_features=24,per_token=1,per_channel=1,row_pad=5",
-        "tokens=6,hidden=32,out_features=10,fp8=1,per_channel=1" } },
-    { "linear", { GEMM } },
+        "tokens=6,hidden=32,out_features=10,fp8=1,per_channel=1", DECODE,
+        "tokens=13,hidden=33,out_features=6,fp8=1,per_token=1,row_pad=3" } },
+    { "linear", { GEMM, DECODE } },
 };
 
 static opreg_status call(const opreg_op *op, opreg_dispatch_key key, op_inputs *in) {
@@ -150,6 +157,18 @@ static void run_one(const opreg_op *op, const char *name, int dtype, const char 
         char spec[128];
         snprintf(spec, sizeof spec, "%s=%s", name, p->name);
         CHECK_EQ_INT(opreg_registry_set_providers(reg, spec), OPREG_OK);
+        /* A provider after the chosen one was not asked: ask it, pinned. */
+        static opreg_call_explanation pinned;
+        CHECK_EQ_INT(opreg_explain_call(&pinned, op, OPREG_KEY_CPU, op_inputs_args(base),
+                                        op_inputs_nargs(base), NULL, 0),
+                     OPREG_OK);
+        if (!pinned.supported) {
+            for (size_t j = 0; j < pinned.nproviders; j++)
+                if (strcmp(pinned.providers[j].name, p->name) == 0)
+                    snprintf(s->reason, sizeof s->reason, "%s", pinned.providers[j].reason);
+            declined_total++;
+            continue;
+        }
         op_inputs *cpu = NULL;
         CHECK_EQ_INT(op_inputs_clone(&cpu, base), OPREG_OK);
         opreg_status sc = cpu ? call(op, OPREG_KEY_CPU, cpu) : OPREG_ERR_OUT_OF_MEMORY;
@@ -229,8 +248,34 @@ TEST(table_covers_the_catalogue) {
     }
 }
 
+/* The GEMM rows again on each instruction-set path below the best: the
+ * gemv provider runs the path OPREG_CPU_ISA (here its in-process cap)
+ * allows. */
+TEST(gemm_on_every_path) {
+    int best = opreg__cpu_isa_detected();
+    for (int isa = OPREG__ISA_PORTABLE; isa < best; isa++) {
+        int old = opreg__cpu_set_isa_limit(isa);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            const op_builder_entry *e = op_builders;
+            const opreg_op *op = NULL;
+            char full[96];
+            if (strcmp(cases[c].op, "linear") != 0 && strcmp(cases[c].op, "cutlass_scaled_mm") != 0)
+                continue;
+            while (e->name && strcmp(e->name, cases[c].op) != 0)
+                e++;
+            snprintf(full, sizeof full, "_C::%s", cases[c].op);
+            CHECK_EQ_INT(opreg_op_find(&op, opreg_registry_default(), full), OPREG_OK);
+            for (int dt = 0; dt < 32 && e->name && op; dt++)
+                for (size_t s = 0; s < 12 && cases[c].shapes[s] && (e->dtypes & (1u << dt)); s++)
+                    run_one(op, full, dt, cases[c].shapes[s]);
+        }
+        opreg__cpu_set_isa_limit(old);
+    }
+}
+
 int main(void) {
     RUN(table_covers_the_catalogue);
     RUN(every_provider_every_op_every_dtype_every_shape);
+    RUN(gemm_on_every_path);
     return test_summary();
 }

@@ -1,0 +1,186 @@
+/* The decode-sized GEMM kernels (gemv.c) on every ISA path here, against
+ * double references: linear in f32, f16 and bf16, cutlass_scaled_mm in
+ * int8 and fp8 e4m3fn with every scale layout, with and without bias, for
+ * M = 1..16 and sizes that miss the vector widths (K = 1, odd K, K and N
+ * not multiples of the lanes) or are large enough to be split over
+ * threads. The kernels sum in f32 (int32 for int8), in another order than
+ * the reference: each element may differ by kt_rtol of T relative to its
+ * magnitude plus the sum of the magnitudes of its products. */
+#include "kern_test.h"
+
+struct nk {
+    int64_t n, k;
+};
+static const struct nk sizes[] = {
+    { 1, 1 },  { 5, 1 },   { 3, 2 },  { 7, 3 },  { 4, 16 }, { 9, 17 },   { 13, 31 },
+    { 4, 32 }, { 17, 33 }, { 6, 63 }, { 8, 64 }, { 3, 65 }, { 33, 257 }, { 2, 0 },
+};
+#define NSIZES (sizeof sizes / sizeof sizes[0])
+/* Large enough to be spread over threads (and N odd). */
+static const struct nk big = { 1027, 4099 };
+
+static const int out_dtypes[3] = { OPREG_DTYPE_F32, OPREG_DTYPE_F16, OPREG_DTYPE_BF16 };
+
+static bool linear_case(int dt, int64_t m, int64_t n, int64_t k, bool with_bias) {
+    void *x = kt_fill(dt, m * k, -1, 1), *w = kt_fill(dt, n * k, -1, 1);
+    void *bias = kt_fill(dt, n, -1, 1), *out = malloc((size_t)(m * n + 1) * kt_es(dt));
+    double *want = malloc((size_t)(m * n + 1) * sizeof(double));
+    double *mag = malloc((size_t)(m * n + 1) * sizeof(double));
+    bool ok = true;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = with_bias ? kt_ld(dt, bias, j) : 0, sum = fabs(acc);
+            for (int64_t p = 0; p < k; p++) {
+                double t = kt_ld(dt, x, i * k + p) * kt_ld(dt, w, j * k + p);
+                acc += t, sum += fabs(t);
+            }
+            want[i * n + j] = kt_round(dt, acc);
+            mag[i * n + j] = sum;
+        }
+    KT_FOR_EACH_ISA(isa) {
+        memset(out, 0x7f, (size_t)(m * n) * kt_es(dt));
+        opreg__cpu_gemv_linear(isa, dt, out, x, w, with_bias ? bias : NULL, m, n, k);
+        for (int64_t e = 0; e < m * n && ok; e++) {
+            double g = kt_ld(dt, out, e);
+            if (!(fabs(g - want[e]) <= kt_rtol(dt) * (fabs(want[e]) + mag[e]))) {
+                fprintf(stderr,
+                        "linear [%s, %s] m %lld n %lld k %lld bias %d: element %lld got %.9g "
+                        "want %.9g\n",
+                        opreg__cpu_isa_name(isa), kt_dt_name(dt), (long long)m, (long long)n,
+                        (long long)k, with_bias, (long long)e, g, want[e]);
+                ok = false;
+            }
+        }
+    }
+    free(x), free(w), free(bias), free(out), free(want), free(mag);
+    return ok;
+}
+
+TEST(linear_every_path_and_edge) {
+    for (int d = 0; d < 3; d++)
+        for (int64_t m = 1; m <= 16; m++)
+            for (size_t s = 0; s < NSIZES; s++)
+                if (!linear_case(kt_float_dtypes[d], m, sizes[s].n, sizes[s].k, (m + s) % 2)) {
+                    test_current_failed = 1;
+                    return;
+                }
+}
+
+TEST(linear_large_threaded) {
+    static const int64_t ms[] = { 1, 5, 16 };
+    for (int d = 0; d < 3; d++)
+        for (int i = 0; i < 3; i++)
+            if (!linear_case(kt_float_dtypes[d], ms[i], big.n, big.k, i != 1)) {
+                test_current_failed = 1;
+                return;
+            }
+}
+
+/* Random int8 values, or e4m3fn codes other than the NaNs (0x7F, 0xFF). */
+static uint8_t *codes(bool fp8, int64_t count) {
+    uint8_t *c = malloc((size_t)(count > 0 ? count : 1));
+    for (int64_t i = 0; i < count; i++) {
+        int v = (int)kt_uniform(0, 256);
+        if (fp8 && (v & 0x7F) == 0x7F) v ^= 1;
+        c[i] = (uint8_t)v;
+    }
+    return c;
+}
+
+static double code_value(bool fp8, uint8_t c) {
+    return fp8 ? (double)opreg__e4m3fn_to_f32(c) : (double)(int8_t)c;
+}
+
+struct mm_case {
+    bool fp8, per_token, per_channel, with_bias;
+    int out_dt;
+    int64_t m, n, k, a_pad, b_pad;
+};
+
+static bool scaled_mm_case(const struct mm_case *c) {
+    int64_t m = c->m, n = c->n, k = c->k, as = k + c->a_pad, bs = k + c->b_pad;
+    int dt = c->out_dt;
+    uint8_t *a = codes(c->fp8, m * as), *b = codes(c->fp8, n * bs);
+    float *sa = malloc((size_t)m * sizeof(float)), *sb = malloc((size_t)n * sizeof(float));
+    void *bias = kt_fill(dt, n, -1, 1), *out = malloc((size_t)(m * n + 1) * kt_es(dt));
+    double *want = malloc((size_t)(m * n + 1) * sizeof(double));
+    double *mag = malloc((size_t)(m * n + 1) * sizeof(double));
+    bool ok = true;
+    for (int64_t i = 0; i < m; i++)
+        sa[i] = (float)kt_uniform(1e-3, 2e-3);
+    for (int64_t j = 0; j < n; j++)
+        sb[j] = (float)kt_uniform(1e-3, 2e-3);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = 0, sum = 0,
+                   s = (double)sa[c->per_token ? i : 0] * sb[c->per_channel ? j : 0];
+            for (int64_t p = 0; p < k; p++) {
+                double t = code_value(c->fp8, a[i * as + p]) * code_value(c->fp8, b[j * bs + p]);
+                acc += t, sum += fabs(t);
+            }
+            acc = (double)sa[c->per_token ? i : 0] * (acc * (double)sb[c->per_channel ? j : 0]);
+            if (c->with_bias) acc += kt_ld(dt, bias, j), sum += fabs(kt_ld(dt, bias, j)) / s;
+            want[i * n + j] = kt_round(dt, acc);
+            mag[i * n + j] = sum * s;
+        }
+    KT_FOR_EACH_ISA(isa) {
+        memset(out, 0x7f, (size_t)(m * n) * kt_es(dt));
+        opreg__cpu_gemv_scaled_mm(isa, c->fp8 ? OPREG_DTYPE_F8_E4M3FN : OPREG_DTYPE_I8, dt, out, a,
+                                  as, b, bs, sa, c->per_token, sb, c->per_channel,
+                                  c->with_bias ? bias : NULL, m, n, k);
+        for (int64_t e = 0; e < m * n && ok; e++) {
+            double g = kt_ld(dt, out, e);
+            if (!(fabs(g - want[e]) <= kt_rtol(dt) * (fabs(want[e]) + mag[e]))) {
+                fprintf(stderr,
+                        "scaled_mm [%s, %s out] %s m %lld n %lld k %lld per_token %d "
+                        "per_channel %d bias %d: element %lld got %.9g want %.9g\n",
+                        opreg__cpu_isa_name(isa), kt_dt_name(dt), c->fp8 ? "fp8" : "int8",
+                        (long long)m, (long long)n, (long long)k, c->per_token, c->per_channel,
+                        c->with_bias, (long long)e, g, want[e]);
+                ok = false;
+            }
+        }
+    }
+    free(a), free(b), free(sa), free(sb), free(bias), free(out), free(want), free(mag);
+    return ok;
+}
+
+TEST(scaled_mm_every_path_and_edge) {
+    for (int fp8 = 0; fp8 < 2; fp8++)
+        for (int o = 0; o < 3; o++)
+            for (int64_t m = 1; m <= 16; m++)
+                for (size_t s = 0; s < NSIZES; s++) {
+                    int v = (int)(m + s + o);
+                    struct mm_case c = { fp8,          v & 1,         (v >> 1) & 1,
+                                         (v >> 2) & 1, out_dtypes[o], m,
+                                         sizes[s].n,   sizes[s].k,    s % 3 ? 0 : 5,
+                                         s % 2 ? 3 : 0 };
+                    if (!scaled_mm_case(&c)) {
+                        test_current_failed = 1;
+                        return;
+                    }
+                }
+}
+
+TEST(scaled_mm_large_threaded) {
+    static const int64_t ms[] = { 1, 5, 16 };
+    for (int fp8 = 0; fp8 < 2; fp8++)
+        for (int i = 0; i < 3; i++) {
+            struct mm_case c = {
+                fp8, i & 1, true, i != 1, out_dtypes[i], ms[i], big.n, big.k, 0, 0
+            };
+            if (!scaled_mm_case(&c)) {
+                test_current_failed = 1;
+                return;
+            }
+        }
+}
+
+int main(void) {
+    kt_report_isas("test_cpu_gemv");
+    RUN(linear_every_path_and_edge);
+    RUN(linear_large_threaded);
+    RUN(scaled_mm_every_path_and_edge);
+    RUN(scaled_mm_large_threaded);
+    return test_summary();
+}
