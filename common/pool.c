@@ -344,6 +344,10 @@ opreg_status opreg_set_num_threads(int n) {
     return OPREG_OK;
 }
 
+void opreg_parallel_for(int64_t n, opreg_task_fn task, void *task_ctx) {
+    opreg__parallel_for(n, task, task_ctx);
+}
+
 int opreg_get_num_threads(void) {
     return opreg__pool_threads();
 }

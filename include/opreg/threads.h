@@ -47,6 +47,15 @@ OPREG_API int opreg_get_num_threads(void);
 /// may run in any order, on any thread, concurrently.
 typedef void (*opreg_task_fn)(void *task_ctx, int64_t task);
 
+/// Runs `task(task_ctx, i)` once for every @p i in [0, @p n) on the pool
+/// the CPU kernels use (opreg's, or the host's when one is lent), the
+/// calling thread taking part, and returns when all have returned. For a
+/// plugin's or a program's own CPU kernels, so that they share opreg's
+/// threads instead of starting more. Tasks must not wait for each other.
+/// Called from inside a task, or while another thread's loop runs, it runs
+/// the tasks on the calling thread. Thread-safe; @p n <= 0 does nothing.
+OPREG_API void opreg_parallel_for(int64_t n, opreg_task_fn task, void *task_ctx);
+
 /// A host's parallel-for: runs `task(task_ctx, i)` once for every @p i in
 /// [0, @p n), on the host's threads and the calling one, and returns when
 /// all have returned. @p host is the pointer given to

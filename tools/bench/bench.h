@@ -24,6 +24,19 @@ uint64_t bench_now_ns(void);
 /* A progress line on stderr when ctx->progress, overwritten by the next one. */
 void bench_progress(const struct bench_ctx *ctx, const char *fmt, ...);
 
+/* The STREAM triad a[i] = b[i] + s * c[i] over 16 Mi floats (3 x 64 MiB),
+ * on the pool the kernels use (opreg_parallel_for). Bytes: two reads and
+ * one write, as STREAM counts them. */
+struct triad {
+    float *a, *b, *c;
+    size_t n;
+};
+/* Allocate and fill; -1 when out of memory. */
+int triad_init(struct triad *t);
+/* One triad; its GB/s. */
+double triad_run(const struct triad *t);
+void triad_free(struct triad *t);
+
 /* One op's inputs (tools/cmd/op_inputs.h), built once and called many
  * times through the default registry (bench_case.c). */
 struct op_case {
@@ -50,6 +63,7 @@ void op_case_close(struct op_case *c);
     X(dispatch, "call, look up and query a 4-argument op through the registry")                    \
     X(ops, "memory-bound ops beside a STREAM triad, linear beside raw oneDNN")                     \
     X(threads, "serving-size ops on one thread and on all, quiet and beside a busy process")       \
+    X(small, "every op of the catalogue at serving sizes, beside the triad")                       \
     X(python, "a call of opreg.ops._C.rms_norm from Python beside a trivial function call")
 
 #define X(name, summary) int bench_##name(const struct bench_ctx *ctx);

@@ -1,12 +1,68 @@
-/* One op's inputs for the suites that call catalogue ops through the
- * registry (ops, threads): built once by the tool's generators, called many
- * times, with the bytes one call moves. */
+/* What the suites that call catalogue ops share: one op's inputs, built
+ * once by the tool's generators and called many times through the
+ * registry, with the bytes one call moves; and the STREAM triad, the
+ * anchor of their GB/s. */
 #include "opreg/opreg.h"
 #include "tools/bench/bench.h"
 #include "tools/cmd/op_inputs.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* ---- the triad: a[i] = b[i] + s * c[i] ---- */
+
+/* Tasks of 256 Ki floats (1 MiB of each array), on the pool the kernels use. */
+#define TRIAD_TASK ((size_t)256 << 10)
+
+static void triad_fill_task(void *ctx, int64_t i) {
+    struct triad *t = ctx;
+    size_t lo = (size_t)i * TRIAD_TASK, hi = lo + TRIAD_TASK < t->n ? lo + TRIAD_TASK : t->n;
+    for (size_t j = lo; j < hi; j++)
+        t->a[j] = 0, t->b[j] = 1.0f, t->c[j] = 2.0f;
+}
+
+static void triad_task(void *ctx, int64_t i) {
+    struct triad *t = ctx;
+    size_t lo = (size_t)i * TRIAD_TASK, hi = lo + TRIAD_TASK < t->n ? lo + TRIAD_TASK : t->n;
+    float *a = t->a;
+    const float *b = t->b, *c = t->c;
+    for (size_t j = lo; j < hi; j++)
+        a[j] = b[j] + 3.0f * c[j];
+}
+
+static int64_t triad_tasks(const struct triad *t) {
+    return (int64_t)((t->n + TRIAD_TASK - 1) / TRIAD_TASK);
+}
+
+int triad_init(struct triad *t) {
+    t->n = (size_t)16 << 20;
+    t->a = malloc(t->n * sizeof(float));
+    t->b = malloc(t->n * sizeof(float));
+    t->c = malloc(t->n * sizeof(float));
+    if (!t->a || !t->b || !t->c) {
+        free(t->a), free(t->b), free(t->c);
+        return -1;
+    }
+    /* First touch on the threads that will stream them. */
+    opreg_parallel_for(triad_tasks(t), triad_fill_task, t);
+    return 0;
+}
+
+double triad_run(const struct triad *t) {
+    uint64_t t0 = bench_now_ns();
+    opreg_parallel_for(triad_tasks(t), triad_task, (void *)t);
+    double secs = (double)(bench_now_ns() - t0) / 1e9;
+    volatile float sink = t->a[t->n / 2];
+    (void)sink;
+    return 3.0 * (double)t->n * sizeof(float) / secs / 1e9;
+}
+
+void triad_free(struct triad *t) {
+    free(t->a), free(t->b), free(t->c);
+}
+
+/* ---- op cases ---- */
 
 static size_t tensor_bytes(const opreg_value *v) {
     if (v->kind == OPREG_VALUE_TENSOR && v->u.tensor) return opreg_tensor_nbytes(v->u.tensor);

@@ -19,47 +19,6 @@
 
 #define ROUNDS 10
 
-/* a[i] = b[i] + s * c[i] over 16 Mi floats: 3 x 64 MiB, threaded like the
- * kernels. Bytes: two reads and one write, as STREAM counts them. */
-struct triad {
-    float *a, *b, *c;
-    size_t n;
-};
-
-static int triad_init(struct triad *t) {
-    t->n = (size_t)16 << 20;
-    t->a = malloc(t->n * sizeof(float));
-    t->b = malloc(t->n * sizeof(float));
-    t->c = malloc(t->n * sizeof(float));
-    if (!t->a || !t->b || !t->c) {
-        free(t->a), free(t->b), free(t->c);
-        return -1;
-    }
-    float *a = t->a, *b = t->b, *c = t->c;
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < (long)t->n; i++)
-        a[i] = 0, b[i] = 1.0f, c[i] = 2.0f;
-    return 0;
-}
-
-/* One triad; its GB/s. */
-static double triad_run(const struct triad *t) {
-    float *a = t->a;
-    const float *b = t->b, *c = t->c;
-    uint64_t t0 = bench_now_ns();
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < (long)t->n; i++)
-        a[i] = b[i] + 3.0f * c[i];
-    double secs = (double)(bench_now_ns() - t0) / 1e9;
-    volatile float sink = a[t->n / 2];
-    (void)sink;
-    return 3.0 * (double)t->n * sizeof(float) / secs / 1e9;
-}
-
-static void triad_free(struct triad *t) {
-    free(t->a), free(t->b), free(t->c);
-}
-
 /* The memory-bound cases: op, dtype, sizes, and the arguments that the op
  * both reads and writes (counted twice in the bytes moved). */
 static const struct mem_case {

@@ -9,6 +9,7 @@
  * Targets (docs/performance.md, "Threads"): all threads never slower than
  * one thread, quiet or loaded (time ratio at most 1.05), and at least 1.6x
  * faster than one thread on the quiet machine from 256 tokens up. */
+#define _GNU_SOURCE /* kill, fork */
 #include "opreg/opreg.h"
 #include "tools/bench/bench.h"
 

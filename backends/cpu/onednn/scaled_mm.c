@@ -120,7 +120,7 @@ static opreg_status accumulate(const opreg_tensor *out, const opreg_tensor *a,
  * CPU key's gemv provider takes the few-row calls). */
 static opreg_status fp8_accumulate(const opreg_tensor *a, const opreg_tensor *b, int64_t m,
                                    int64_t n, int64_t k, float **acc) {
-    opreg__mm_key key = { dnnl_bf16, dnnl_bf16, dnnl_data_type_undef, dnnl_f32, m, n, k };
+    opreg__mm_key key = { dnnl_bf16, dnnl_bf16, dnnl_data_type_undef, dnnl_f32, m, n, k, 0 };
     opreg__mm_prim *prim;
     opreg_status st = opreg__mm_acquire(&key, &prim);
     bool bf16 = st == OPREG_OK;
