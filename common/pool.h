@@ -17,6 +17,9 @@ void opreg__parallel_for(int64_t n, opreg_task_fn fn, void *ctx);
  * alone, nor those given to a host pool): for tests. */
 uint64_t opreg__pool_loops(void);
 
+/* opreg_get_parallel_min_bytes(). */
+int64_t opreg__pool_min_bytes(void);
+
 /* The width to size a split for: opreg_get_num_threads(). */
 int opreg__pool_threads(void);
 

@@ -42,6 +42,18 @@ OPREG_API opreg_status opreg_set_num_threads(int n);
 /// otherwise opreg's own pool's. Always at least 1.
 OPREG_API int opreg_get_num_threads(void);
 
+/// Sets the size below which a CPU kernel runs on its caller alone: calls
+/// that move fewer than @p bytes (read plus written) never use the pool.
+/// 0 restores the default: `OPREG_PARALLEL_MIN_BYTES` when that is set when
+/// the pool first starts, otherwise 1 MiB, measured with `opreg bench
+/// threads` (docs/performance.md). Thread-safe.
+/// @return ::OPREG_OK, or ::OPREG_ERR_INVALID_ARGUMENT when @p bytes is
+///         negative.
+OPREG_API opreg_status opreg_set_parallel_min_bytes(int64_t bytes);
+
+/// The size below which a CPU kernel runs on its caller alone, in bytes.
+OPREG_API int64_t opreg_get_parallel_min_bytes(void);
+
 /// One task of a parallel loop: runs task number @p task (0 to n-1) of the
 /// loop whose context is @p task_ctx. Tasks of one loop are independent and
 /// may run in any order, on any thread, concurrently.

@@ -114,6 +114,18 @@ TEST(settings_refuse_bad_widths) {
     CHECK_EQ_INT(opreg_get_num_threads() >= 1, 1);
 }
 
+TEST(parallel_min_bytes_setting) {
+    int64_t dflt = opreg_get_parallel_min_bytes();
+    CHECK(dflt > 0);
+    CHECK_EQ_INT(opreg_set_parallel_min_bytes(4096), OPREG_OK);
+    CHECK_EQ_INT(opreg_get_parallel_min_bytes(), 4096);
+    CHECK_EQ_INT(opreg_set_parallel_min_bytes(-1), OPREG_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(opreg_last_error(), "-1 bytes; give a size, or 0 for the default");
+    CHECK_EQ_INT(opreg_get_parallel_min_bytes(), 4096); /* a refusal changes nothing */
+    CHECK_EQ_INT(opreg_set_parallel_min_bytes(0), OPREG_OK);
+    CHECK_EQ_INT(opreg_get_parallel_min_bytes(), dflt);
+}
+
 /* Several callers at once: one owns the pool, the others run on their own
  * thread; every loop is complete. */
 struct caller {
@@ -291,14 +303,14 @@ TEST(loops_complete_after_fork) {
 /* The default width is OPREG_NUM_THREADS, read when the pool first starts;
  * a value that is not a count is ignored with a warning. Run in a child
  * process each, so that the settings are read afresh. */
-static int child_width(const char *value) {
+static int child_run(const char *var, const char *value, const char *mode) {
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
         /* A fresh process image, so that the pool reads its settings anew. */
-        setenv("OPREG_NUM_THREADS", value, 1);
-        execl("/proc/self/exe", "test_pool", "--width", (char *)NULL);
+        setenv(var, value, 1);
+        execl("/proc/self/exe", "test_pool", mode, (char *)NULL);
         _exit(127);
     }
     int status = 0;
@@ -306,10 +318,15 @@ static int child_width(const char *value) {
     return WEXITSTATUS(status);
 }
 
+static int child_width(const char *value) {
+    return child_run("OPREG_NUM_THREADS", value, "--width");
+}
+
 static int warnings;
 static void count_warning(void *ud, opreg_log_level level, const char *msg) {
     (void)ud;
-    if (level == OPREG_LOG_WARN && strstr(msg, "OPREG_NUM_THREADS=")) warnings++;
+    if (level == OPREG_LOG_WARN && strstr(msg, "=") && strstr(msg, "is not a whole number"))
+        warnings++;
 }
 
 TEST(environment_sets_the_default_width) {
@@ -320,6 +337,21 @@ TEST(environment_sets_the_default_width) {
     CHECK_EQ_INT(child_width("many"), 101);
     CHECK_EQ_INT(child_width("-2"), 101);
     CHECK_EQ_INT(child_width("999"), 101);
+}
+
+/* OPREG_PARALLEL_MIN_BYTES: the child exits 0 when the default is the
+ * variable's value, 1 when it is 1 MiB, 100 + warnings when refused. */
+TEST(environment_sets_the_default_min_bytes) {
+    CHECK_EQ_INT(child_run("OPREG_PARALLEL_MIN_BYTES", "12345", "--min-bytes"), 0);
+    CHECK_EQ_INT(child_run("OPREG_PARALLEL_MIN_BYTES", "lots", "--min-bytes"), 101);
+}
+
+static int min_bytes_main(void) {
+    opreg_set_log_callback(count_warning, NULL, OPREG_LOG_DEBUG);
+    int64_t b = opreg_get_parallel_min_bytes();
+    const char *v = getenv("OPREG_PARALLEL_MIN_BYTES");
+    if (warnings) return 100 + warnings;
+    return v && atoll(v) == b ? 0 : b == ((int64_t)1 << 20) ? 1 : 50;
 }
 
 /* The child's side of environment_sets_the_default_width: exits with the
@@ -334,14 +366,17 @@ static int width_main(void) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--width") == 0) return width_main();
+    if (argc > 1 && strcmp(argv[1], "--min-bytes") == 0) return min_bytes_main();
     RUN(every_task_once_at_every_size);
     RUN(one_thread_runs_on_the_caller);
     RUN(width_changes_between_loops);
     RUN(settings_refuse_bad_widths);
+    RUN(parallel_min_bytes_setting);
     RUN(concurrent_callers);
     RUN(nested_loops_run_inline);
     RUN(host_pool_is_used_when_lent);
     RUN(loops_complete_after_fork);
     RUN(environment_sets_the_default_width);
+    RUN(environment_sets_the_default_min_bytes);
     return test_summary();
 }

@@ -17,11 +17,6 @@
 
 #include "common/pool.h"
 
-/* Calls that move less than this run on their caller: the time a worker
- * takes to wake and claim (microseconds when it sleeps) is then a large part
- * of the call. Measured with `opreg bench threads` (docs/performance.md,
- * "Threads"). */
-#define MIN_PARALLEL_BYTES ((int64_t)1 << 20)
 /* A task moves about this many bytes: a few microseconds of streaming.
  * Small tasks, many per thread, so that a worker the OS preempts in the
  * middle of one holds back little, and the running threads take the rest;
@@ -201,7 +196,7 @@ static void range_task(void *ctx, int64_t i) {
 void opreg__cpu_parallel(opreg__cpu_range_fn fn, const void *a, int64_t rows, int64_t bytes) {
     /* Small calls never look at the pool. */
     int64_t tasks =
-        bytes >= MIN_PARALLEL_BYTES && opreg__pool_threads() > 1 ? bytes / TASK_BYTES : 1;
+        bytes >= opreg__pool_min_bytes() && opreg__pool_threads() > 1 ? bytes / TASK_BYTES : 1;
     if (tasks > rows) tasks = rows;
     if (tasks <= 1) {
         if (rows > 0) fn(a, 0, rows);
