@@ -21,10 +21,12 @@ from ._opreg import (  # noqa: F401  (the public names of the package)
     Op as _Op,
     Tensor,
     explain as _explain_support,
+    get_num_threads,
     is_op_supported,
     list_ops,
     load_plugin,
     schema,
+    set_num_threads,
     version,
 )
 
@@ -34,11 +36,13 @@ __all__ = [
     "OpNotFoundError",
     "Tensor",
     "explain",
+    "get_num_threads",
     "is_op_supported",
     "list_ops",
     "load_plugin",
     "ops",
     "schema",
+    "set_num_threads",
     "version",
 ]
 

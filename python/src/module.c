@@ -134,6 +134,22 @@ static PyObject *py_version(PyObject *m, PyObject *unused) {
     return PyUnicode_FromString(opreg_version());
 }
 
+/* set_num_threads(n): the width of the CPU kernels' pool, 0 for the default. */
+static PyObject *py_set_num_threads(PyObject *m, PyObject *args) {
+    (void)m;
+    int n;
+    if (!PyArg_ParseTuple(args, "i:set_num_threads", &n)) return NULL;
+    opreg_status st = opreg_set_num_threads(n);
+    if (st != OPREG_OK) return opreg__py_raise(st, NULL);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_get_num_threads(PyObject *m, PyObject *unused) {
+    (void)m;
+    (void)unused;
+    return PyLong_FromLong(opreg_get_num_threads());
+}
+
 static PyMethodDef module_methods[] = {
     { "is_op_supported", (PyCFunction)(void (*)(void))py_is_op_supported,
       METH_VARARGS | METH_KEYWORDS,
@@ -152,6 +168,11 @@ static PyMethodDef module_methods[] = {
       "load_plugin(path) -> str\nLoad a backend plugin (a shared library) into the default "
       "registry;\n"
       "returns its name. Raises opreg.Error with the reason when it is refused." },
+    { "set_num_threads", py_set_num_threads, METH_VARARGS,
+      "set_num_threads(n)\nThe number of threads opreg's CPU kernels use, the caller included;\n"
+      "0 restores the default (OPREG_NUM_THREADS, else the CPUs the process may use)." },
+    { "get_num_threads", py_get_num_threads, METH_NOARGS,
+      "get_num_threads() -> int\nThe number of threads opreg's CPU kernels use." },
     { "version", py_version, METH_NOARGS, "version() -> str\nopreg's run-time version." },
     { NULL, NULL, 0, NULL },
 };

@@ -77,6 +77,17 @@ check("rms_norm" in opreg.schema("_C::rms_norm", torch=True), "schema torch=True
 raises(lambda: opreg.schema("_C::rms_nrm"), opreg.Error, ["did you mean", "_C::rms_norm"],
        "OPREG_ERR_NOT_FOUND")
 
+# The CPU kernels' thread pool, as opreg_set_num_threads() in C.
+width = opreg.get_num_threads()
+check(isinstance(width, int) and width >= 1, "get_num_threads: %r" % width)
+opreg.set_num_threads(1)
+check(opreg.get_num_threads() == 1, "set_num_threads(1)")
+opreg.set_num_threads(0)
+check(opreg.get_num_threads() == width, "set_num_threads(0) restores the default")
+raises(lambda: opreg.set_num_threads(-3), opreg.Error, ["-3 threads; give 1 to 256"],
+       "OPREG_ERR_INVALID_ARGUMENT")
+raises(lambda: opreg.set_num_threads("2"), TypeError)
+
 check(opreg.is_op_supported("_C::rms_norm") is True, "is_op_supported")
 check(opreg.is_op_supported("_C::rms_norm", "cpu") is True, "is_op_supported on cpu")
 check(opreg.is_op_supported("_C::rms_norm", device="cpu") is True, "device by keyword")
@@ -370,9 +381,14 @@ if np is not None:
     check(text.startswith("_C::rms_norm on CPU: provider '") and "portable" in text,
           "explain a call: " + text)
     check(bool((out == 7.0).all()), "explaining writes nothing")
-    text = opreg.explain(opreg.ops._C.linear, x.astype(np.float16), np.ones((8, 64), np.float16))
-    check("onednn" in text and "declined: oneDNN takes f32 and bf16" in text
+    # 64 rows: past the few-row gemv provider, and oneDNN takes no f16.
+    x64 = np.ones((64, 64), np.float16)
+    text = opreg.explain(opreg.ops._C.linear, x64, np.ones((8, 64), np.float16))
+    check("gemv" in text and "declined: M=64 rows: past the gemv bound" in text
+          and "declined: oneDNN takes f32 and bf16" in text
           and "provider 'portable' runs" in text, "explain linear f16: " + text)
+    text = opreg.explain(opreg.ops._C.linear, x.astype(np.float16), np.ones((8, 64), np.float16))
+    check("provider 'gemv' runs" in text, "explain linear f16, 2 rows: " + text)
     text = opreg.explain(opreg.ops._C.rms_norm, out, np.ones((2, 32), np.float32), w, 1e-6)
     check("not supported" in text and "checks refuse these arguments" in text,
           "explain a call the checks refuse: " + text)
