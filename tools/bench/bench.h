@@ -51,6 +51,8 @@ struct op_case {
  * case @p name) when the case cannot run. */
 int op_case_open(struct op_case *c, const char *name, const char *opname, opreg_dtype dtype,
                  const char *shape_text, const char *const *rw);
+/* The bytes of argument @p arg's tensors (0 when it has none). */
+size_t op_case_arg_bytes(const struct op_case *c, const char *arg);
 /* One call; its seconds, or -1 (after a message) when it failed. */
 double op_case_call(struct op_case *c, const char *name);
 void op_case_close(struct op_case *c);

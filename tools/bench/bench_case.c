@@ -98,6 +98,14 @@ int op_case_open(struct op_case *c, const char *name, const char *opname, opreg_
     return 0;
 }
 
+size_t op_case_arg_bytes(const struct op_case *c, const char *arg) {
+    const opreg_schema *s = opreg_op_schema(c->op);
+    for (size_t i = 0; i < op_inputs_nargs(c->in); i++)
+        if (strcmp(opreg_argument_name(opreg_schema_argument(s, i)), arg) == 0)
+            return tensor_bytes(&op_inputs_args(c->in)[i]);
+    return 0;
+}
+
 double op_case_call(struct op_case *c, const char *name) {
     op_inputs_clear_rets(c->in);
     uint64_t t0 = bench_now_ns();
