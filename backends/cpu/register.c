@@ -332,7 +332,8 @@ static bool gemv_isa_ok(char *why, size_t cap) {
 static bool linear_gemv_covers(const opreg_value *args, char *why, size_t cap) {
     const opreg_tensor *in = TS(0);
     int dt;
-    if (!in->shape || in->ndim < 1) return true; /* for the checks to refuse */
+    /* for the checks to refuse (a rank past OPREG__MAX_DIMS has no such shape array) */
+    if (!in->shape || in->ndim < 1 || in->ndim > OPREG__MAX_DIMS) return true;
     dt = opreg__dtype_of(in);
     if (dt != OPREG_DTYPE_F32 && dt != OPREG_DTYPE_BF16 && dt != OPREG_DTYPE_F16) {
         snprintf(why, cap, "gemv takes f32, f16 and bf16 operands only");
