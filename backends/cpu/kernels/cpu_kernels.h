@@ -24,7 +24,7 @@ enum opreg__cpu_isa {
     OPREG__ISA_PORTABLE = 0,
     OPREG__ISA_AVX2 = 1,        /* AVX2 + FMA + F16C */
     OPREG__ISA_AVX512 = 2,      /* AVX-512 F/BW/VL/DQ */
-    OPREG__ISA_AVX512_BF16 = 3, /* the above plus AVX512-BF16 */
+    OPREG__ISA_AVX512_BF16 = 3, /* the above plus AVX512-BF16 and AVX512-VNNI */
 };
 
 /* The best path this CPU can run (cpuid, read once). */

@@ -239,4 +239,208 @@ static void gemv_fp8_range(const void *args, int64_t c0, int64_t c1) {
     gemv_groups(GEMV_FP8, OPREG_DTYPE_F8_E4M3FN, args, c0, c1);
 }
 
+#ifdef OPREG__SIMD_BF16
+/* ---- the packed kernels: AVX512-VNNI and AVX512-BF16 ----------------------- */
+
+/* int8 with VPDPBUSD (uint8 x int8 -> int32, 4 products a lane): the input
+ * rows come packed as x + 128 (uint8), so each sum is x.w + 128 * sum(w);
+ * the tile that @p sums says computes sum(w) of its weight rows in the same
+ * pass (a VPDPBUSD by ones) into cs[], the others take it from there. The
+ * int32 lanes wrap, and the sums are exact once 128 * sum(w) is taken off
+ * whenever x.w fits int32 (k < 2^17). */
+AI void gemv_u8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int64_t j0, int nr,
+                     int sums, int32_t *cs) {
+    const uint8_t *x = (const uint8_t *)a->packed + i0 * a->k;
+    const int8_t *w = (const int8_t *)a->w + j0 * a->w_stride;
+    int64_t ws = a->w_stride, k = a->k, p = 0;
+    const __m512i ones = _mm512_set1_epi8(1);
+    __m512i acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS], cv[OPREG__GEMV_COLS];
+#pragma GCC unroll 4
+    for (int r = 0; r < nr; r++) {
+        cv[r] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++)
+            acc[i][r] = _mm512_setzero_si512();
+    }
+    for (; p + 64 <= k; p += 64) {
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++) {
+            wv[r] = _mm512_loadu_si512(w + r * ws + p);
+            if (sums) cv[r] = _mm512_dpbusd_epi32(cv[r], ones, wv[r]);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            __m512i xv = _mm512_loadu_si512(x + i * k + p);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                acc[i][r] = _mm512_dpbusd_epi32(acc[i][r], xv, wv[r]);
+        }
+    }
+    if (p < k) {
+        __mmask64 tail = (__mmask64)((1ull << (k - p)) - 1u);
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++) {
+            wv[r] = _mm512_maskz_loadu_epi8(tail, w + r * ws + p);
+            if (sums) cv[r] = _mm512_dpbusd_epi32(cv[r], ones, wv[r]);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            __m512i xv = _mm512_maskz_loadu_epi8(tail, x + i * k + p);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                acc[i][r] = _mm512_dpbusd_epi32(acc[i][r], xv, wv[r]);
+        }
+    }
+    if (sums) {
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            cs[r] = _mm512_reduce_add_epi32(cv[r]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++) {
+            uint32_t d = (uint32_t)_mm512_reduce_add_epi32(acc[i][r]) - 128u * (uint32_t)cs[r];
+            opreg__gemv_scaled_out(a, i0 + i, j0 + r, (float)(int32_t)d);
+        }
+}
+
+AI void gemv_u8_rows(const struct opreg__gemv_args *a, int64_t j0, int nr) {
+    int32_t cs[OPREG__GEMV_COLS];
+    int64_t i = VGEMV_ROWS, m = a->m;
+    switch (m < VGEMV_ROWS ? m : VGEMV_ROWS) {
+    case 3:
+        gemv_u8_tile(a, 0, 3, j0, nr, 1, cs);
+        return;
+    case 2:
+        gemv_u8_tile(a, 0, 2, j0, nr, 1, cs);
+        return;
+    case 1:
+        gemv_u8_tile(a, 0, 1, j0, nr, 1, cs);
+        return;
+    default:
+        gemv_u8_tile(a, 0, VGEMV_ROWS, j0, nr, 1, cs);
+        break;
+    }
+    for (; i + VGEMV_ROWS <= m; i += VGEMV_ROWS)
+        gemv_u8_tile(a, i, VGEMV_ROWS, j0, nr, 0, cs);
+    switch (m - i) {
+    case 3:
+        gemv_u8_tile(a, i, 3, j0, nr, 0, cs);
+        break;
+    case 2:
+        gemv_u8_tile(a, i, 2, j0, nr, 0, cs);
+        break;
+    case 1:
+        gemv_u8_tile(a, i, 1, j0, nr, 0, cs);
+        break;
+    default:
+        break;
+    }
+}
+
+static void gemv_int8_u8_range(const void *args, int64_t c0, int64_t c1) {
+    const struct opreg__gemv_args *a = args;
+    int64_t j = c0 * OPREG__GEMV_COLS, end = c1 * OPREG__GEMV_COLS;
+    if (end > a->n) end = a->n;
+    for (; j + OPREG__GEMV_COLS <= end; j += OPREG__GEMV_COLS)
+        gemv_u8_rows(a, j, OPREG__GEMV_COLS);
+    for (; j < end; j++)
+        gemv_u8_rows(a, j, 1);
+}
+
+/* 32 e4m3fn codes as 32 bf16 values, exactly: the magnitude (7 bits)
+ * through the 128-entry table t (4 vectors, two VPERMT2W of 64 entries
+ * each and a blend on bit 6), and the sign moved from bit 7 to bit 15. */
+AI __m512i e4m3_to_bf16(__m256i codes, const __m512i *t) {
+    __m512i c = _mm512_cvtepu8_epi16(codes);
+    __m512i lo = _mm512_permutex2var_epi16(t[0], c, t[1]);
+    __m512i hi = _mm512_permutex2var_epi16(t[2], c, t[3]);
+    __m512i v = _mm512_mask_mov_epi16(lo, _mm512_test_epi16_mask(c, _mm512_set1_epi16(0x40)), hi);
+    /* v | (c << 8 & 0x8000) */
+    return _mm512_ternarylogic_epi32(v, _mm512_slli_epi16(c, 8), _mm512_set1_epi16((short)0x8000),
+                                     0xF8);
+}
+
+/* fp8 with VDPBF16PS: the input rows come packed as bf16, the weights are
+ * widened as they stream, 32 values of k a step. Exact products (e4m3
+ * values are bf16 values), the additions rounded as vdot_bf16x2 says. */
+AI void gemv_e4m3_tile(const struct opreg__gemv_args *a, const __m512i *t, int64_t i0, int mt,
+                       int64_t j0, int nr) {
+    const uint16_t *x = (const uint16_t *)a->packed + i0 * a->k;
+    const uint8_t *w = (const uint8_t *)a->w + j0 * a->w_stride;
+    int64_t ws = a->w_stride, k = a->k, p = 0;
+    vf acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            acc[i][r] = vzero();
+    for (; p + 32 <= k; p += 32) {
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            wv[r] = _mm512_castsi512_ps(
+                e4m3_to_bf16(_mm256_loadu_si256((const __m256i *)(w + r * ws + p)), t));
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            vf xv = _mm512_loadu_ps(x + i * k + p);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                acc[i][r] = vdot_bf16x2(acc[i][r], xv, wv[r]);
+        }
+    }
+    if (p < k) {
+        __mmask32 tail = (__mmask32)((1u << (k - p)) - 1u);
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            wv[r] =
+                _mm512_castsi512_ps(e4m3_to_bf16(_mm256_maskz_loadu_epi8(tail, w + r * ws + p), t));
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            vf xv = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(tail, x + i * k + p));
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                acc[i][r] = vdot_bf16x2(acc[i][r], xv, wv[r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            opreg__gemv_scaled_out(a, i0 + i, j0 + r, vhsum(acc[i][r]));
+}
+
+AI void gemv_e4m3_rows(const struct opreg__gemv_args *a, const __m512i *t, int64_t j0, int nr) {
+    int64_t i = 0;
+    for (; i + VGEMV_ROWS <= a->m; i += VGEMV_ROWS)
+        gemv_e4m3_tile(a, t, i, VGEMV_ROWS, j0, nr);
+    switch (a->m - i) {
+    case 3:
+        gemv_e4m3_tile(a, t, i, 3, j0, nr);
+        break;
+    case 2:
+        gemv_e4m3_tile(a, t, i, 2, j0, nr);
+        break;
+    case 1:
+        gemv_e4m3_tile(a, t, i, 1, j0, nr);
+        break;
+    default:
+        break;
+    }
+}
+
+static void gemv_fp8_bf16_range(const void *args, int64_t c0, int64_t c1) {
+    const struct opreg__gemv_args *a = args;
+    __m512i t[4];
+    int64_t j = c0 * OPREG__GEMV_COLS, end = c1 * OPREG__GEMV_COLS;
+    for (int q = 0; q < 4; q++)
+        t[q] = _mm512_loadu_si512(opreg__e4m3_bf16 + 32 * q);
+    if (end > a->n) end = a->n;
+    for (; j + OPREG__GEMV_COLS <= end; j += OPREG__GEMV_COLS)
+        gemv_e4m3_rows(a, t, j, OPREG__GEMV_COLS);
+    for (; j < end; j++)
+        gemv_e4m3_rows(a, t, j, 1);
+}
+#endif
+
 #endif

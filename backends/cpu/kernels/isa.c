@@ -57,7 +57,11 @@ static int detect(void) {
     bool avx512 = (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) && (b & (1u << 31)) &&
                   (xcr0 & 0xe6) == 0xe6;
     if (!avx512) return OPREG__ISA_AVX2;
-    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5))) return OPREG__ISA_AVX512;
+    /* The avx512_bf16 path also uses AVX512-VNNI (leaf 7 ecx bit 11), which
+     * every CPU with AVX512-BF16 has (Cooper Lake, Sapphire Rapids, Zen 4). */
+    bool vnni = c & (1u << 11);
+    if (!vnni || !__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5)))
+        return OPREG__ISA_AVX512;
     return OPREG__ISA_AVX512_BF16;
 #else
     return OPREG__ISA_PORTABLE;

@@ -87,9 +87,17 @@ struct opreg__gemv_args {
     int64_t m, n, k, in_stride, w_stride;
     int dt, out_dt;
     int per_token, per_channel;
+    /* The input rows converted once per call for the packed kernels
+     * (gemv_int8_u8: int8 + 128 as uint8; gemv_fp8_bf16: bf16 bits), m rows
+     * of k elements, dense. */
+    const void *packed;
 };
 
 #define OPREG__GEMV_COLS 4
+
+/* The bf16 bits of the e4m3fn magnitudes 0..127 (all exact in bf16, code
+ * 0x7F a NaN); a code's sign, bit 7, is the bf16's bit 15. */
+extern const uint16_t opreg__e4m3_bf16[128];
 
 /* The portable paged_attention_v1 over items [r0, r1). */
 void opreg__cpu_pa_portable_range(const void *args, int64_t r0, int64_t r1);
@@ -140,6 +148,9 @@ struct opreg__cpu_simd {
     opreg__cpu_range_fn rotary;
     opreg__cpu_range_fn int8_static, int8_dynamic, fp8_static, amax;
     opreg__cpu_range_fn gemv_linear, gemv_int8, gemv_fp8;
+    /* NULL unless the path has them: gemv_int8 and gemv_fp8 on the input
+     * rows in opreg__gemv_args.packed (AVX512-VNNI VPDPBUSD, and VDPBF16PS). */
+    opreg__cpu_range_fn gemv_int8_u8, gemv_fp8_bf16;
     /* NULL when the call's sizes do not suit the path: see attention.c. */
     opreg__cpu_range_fn attention;
 };

@@ -1,16 +1,17 @@
 /* The avx512bf16 path: the kernel bodies of *_simd.h compiled for
- * "avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c" by a target pragma (struct
- * opreg__cpu_simd in kern_internal.h says why), so the build needs no -m flags; isa.c only points
- * at this table after cpuid has confirmed the CPU runs it. */
+ * "avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,avx2,fma,f16c" by a target pragma
+ * (struct opreg__cpu_simd in kern_internal.h says why), so the build needs no -m flags; isa.c only
+ * points at this table after cpuid has confirmed the CPU runs it. */
 #if defined(__x86_64__) && defined(__GNUC__)
 
 #if defined(__clang__)
 #pragma clang attribute push(                                                                      \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c"))),        \
+    __attribute__((                                                                                \
+        target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,avx2,fma,f16c"))),        \
     apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,avx2,fma,f16c")
 #endif
 
 #define OPREG__SIMD_BF16 1
@@ -36,6 +37,8 @@ const struct opreg__cpu_simd opreg__cpu_simd_avx512bf16 = {
     .gemv_linear = gemv_linear_range,
     .gemv_int8 = gemv_int8_range,
     .gemv_fp8 = gemv_fp8_range,
+    .gemv_int8_u8 = gemv_int8_u8_range,
+    .gemv_fp8_bf16 = gemv_fp8_bf16_range,
     .attention = attention_range,
 };
 
