@@ -79,10 +79,11 @@ static atomic_int wanted = 0;
 static _Atomic int64_t min_bytes_set = 0;
 static int64_t default_min_bytes = DEFAULT_MIN_BYTES;
 
-/* The lent host pool, if any. */
-static _Atomic(opreg_parallel_for_fn) host_fn = NULL;
-static _Atomic(void *) host_ctx = NULL;
-static atomic_int host_threads = 1;
+/* The lent host pool, if any (zero-initialised: none; host_threads is read
+ * only while host_fn is set). */
+static _Atomic(opreg_parallel_for_fn) host_fn;
+static _Atomic(void *) host_ctx;
+static atomic_int host_threads;
 
 static _Atomic uint64_t loops_run = 0;
 
