@@ -339,7 +339,13 @@ static bool linear_gemv_covers(const opreg_value *args, char *why, size_t cap) {
         snprintf(why, cap, "gemv takes f32, f16 and bf16 operands only");
         return false;
     }
-    return gemv_isa_ok(why, cap) && gemv_rows_ok(opreg__rows(in), why, cap);
+    /* The rows, as the predicate may read them: before the checks, sizes
+     * may be negative or overflow; those are taken, for the checks to
+     * refuse. */
+    int64_t rows = 1;
+    for (int d = 0; d + 1 < in->ndim; d++)
+        if (in->shape[d] < 0 || __builtin_mul_overflow(rows, in->shape[d], &rows)) return true;
+    return gemv_isa_ok(why, cap) && gemv_rows_ok(rows, why, cap);
 }
 
 static opreg_status gemv_linear(const opreg_tensor *out, const opreg_tensor *input,

@@ -83,7 +83,10 @@ void opreg__cpu_gemv_linear(int isa, int dt, void *out, const void *in, const vo
         .dt = dt,
         .out_dt = dt,
     };
-    if (m == 0) return;
+    if (m == 0 || n == 0) return;
+    /* k = 0: the result is the bias or zeros, and the operands may have no
+     * data to form addresses from; the portable loop reads none. */
+    if (k == 0) s = NULL;
     opreg__cpu_parallel(s ? s->gemv_linear : gemv_float_portable, &a, groups(n),
                         n * k * (int64_t)elem_bytes(dt));
 }
@@ -94,6 +97,7 @@ void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const voi
                                bool per_channel, const void *bias, int64_t m, int64_t n,
                                int64_t k) {
     const struct opreg__cpu_simd *s = opreg__cpu_simd_for(isa);
+    if (k == 0) s = NULL; /* as in opreg__cpu_gemv_linear */
     struct opreg__gemv_args a = {
         .out = out,
         .in = a_data,
