@@ -252,7 +252,11 @@ opreg_status opreg__check_swap_blocks(const opreg_tensor *src, const opreg_tenso
         OPREG__TRY(opreg__chk_size(op, "dst", dst, d, src->shape[d]));
     OPREG__TRY(opreg__chk_blocks(op, "dst", dst));
     OPREG__TRY(check_mapping(op, block_mapping));
-    if (block_mapping->device.device_type != kDLCPU)
+    /* The mapping is read on the host. A Meta mapping stands for a host one
+     * (shape checks, and the fake kernels that tracing frameworks derive
+     * from them); any other device is refused. */
+    if (block_mapping->device.device_type != kDLCPU &&
+        block_mapping->device.device_type != OPREG_DEVICE_META)
         return opreg__fail(OPREG_ERR_DEVICE_MISMATCH,
                            "%s: argument 'block_mapping' must be on the CPU", op);
     OPREG__TRY(opreg__chk_no_overlap(op, "dst", dst, "src", src));

@@ -296,7 +296,7 @@ static void linear(call *c) {
 typedef struct op_base {
     const char *op;
     void (*build)(call *c);
-    bool meta_ok; /* swap_blocks wants its mapping on the CPU: never on Meta */
+    bool meta_ok; /* the Meta key accepts the row's base with Meta tensors */
 } op_base;
 
 static const op_base bases[] = {
@@ -313,7 +313,7 @@ static const op_base bases[] = {
     { "reshape_and_cache", reshape_and_cache, true },
     { "reshape_and_cache_flash", reshape_and_cache_flash, true },
     { "copy_blocks", copy_blocks, true },
-    { "swap_blocks", swap_blocks, false },
+    { "swap_blocks", swap_blocks, true },
     { "static_scaled_fp8_quant", static_scaled_fp8_quant, true },
     { "dynamic_scaled_fp8_quant", dynamic_scaled_fp8_quant, true },
     { "static_scaled_int8_quant", static_scaled_int8_quant, true },
@@ -1110,8 +1110,6 @@ static const message_row rows[] = {
       "0..10" },
 
     /* kv_cache.c: swap_blocks */
-    { "block_mapping device", "swap_blocks", META, NULL, DEVICE,
-      "_C::swap_blocks: argument 'block_mapping' must be on the CPU" },
     /* New with free block strides: may still change. */
     { "chk_blocks", "swap_blocks", REF, src_block_stride_100, SHAPE,
       "_C::swap_blocks: argument 'src': blocks overlap (stride 100 in dim 0, less than a block's "
@@ -1307,9 +1305,10 @@ TEST(every_message_reads_back_its_numbers) {
     printf("%zu messages read back\n", NROWS);
 }
 
-/* Two messages that no call through the registry reaches: the dispatcher
- * refuses a NULL tensor, and a list with items but no array, before any
- * kernel runs. The checks are called directly. */
+/* Three messages that no call through the registry reaches: the dispatcher
+ * refuses a NULL tensor, a list with items but no array, and tensors on two
+ * devices (swap_blocks' mapping on a device other than the host), before
+ * any kernel runs. The checks are called directly. */
 TEST(messages_behind_the_dispatcher) {
     int64_t shape[2] = { 6, 2 };
     DLTensor mapping = { NULL, { OPREG_DEVICE_META, 0 }, 2, { kDLInt, 64, 1 }, shape, NULL, 0 };
@@ -1319,6 +1318,18 @@ TEST(messages_behind_the_dispatcher) {
     CHECK_EQ_STR(opreg_last_error(), "_C::rms_norm: argument 'weight': tensor is NULL");
     CHECK_EQ_INT(opreg__check_copy_blocks(NULL, 2, NULL, 2, &mapping), OPREG_ERR_INVALID_ARGUMENT);
     CHECK_EQ_STR(opreg_last_error(), "_C::copy_blocks: argument 'key_caches': list is NULL");
+
+    int64_t blocks[2] = { 3, 4 };
+    DLTensor src = { NULL, { OPREG_DEVICE_META, 0 }, 2, { kDLFloat, 32, 1 }, blocks, NULL, 0 };
+    DLTensor dst = src;
+    int64_t pairs[12] = { 0 };
+    DLTensor on_cuda = mapping; /* data of its own: only a Meta tensor may have none */
+    on_cuda.data = pairs;
+    on_cuda.device = (DLDevice){ kDLCUDA, 0 };
+    CHECK_EQ_INT(opreg__check_swap_blocks(&src, &dst, &mapping), OPREG_OK); /* Meta: the host */
+    CHECK_EQ_INT(opreg__check_swap_blocks(&src, &dst, &on_cuda), OPREG_ERR_DEVICE_MISMATCH);
+    CHECK_EQ_STR(opreg_last_error(),
+                 "_C::swap_blocks: argument 'block_mapping' must be on the CPU");
 }
 
 int main(void) {
