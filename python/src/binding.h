@@ -13,6 +13,7 @@
  *   errors.c      opreg.Error and the text of messages
  *   tensor_in.c   tensors passed in (DLPack, numpy's header)
  *   tensor_out.c  opreg.Tensor, the tensors handed out
+ *   examples.c    Meta tensors made from Python, the catalogue's example inputs
  *
  * The interpreter lock is held for all the state below (module-level
  * caches): the extension does not support free-threaded builds, which have
@@ -60,6 +61,8 @@ typedef struct opreg__py_tensor {
     void *managed;   /* DLManagedTensor or opreg__py_managed_versioned */
     bool versioned;  /* which of the two `managed` is */
     PyObject *owner; /* borrowed: the object the tensor came from */
+    bool has_stream; /* a CUDA tensor whose producer named its work stream */
+    void *stream;    /* that stream (a cudaStream_t), when has_stream */
     int64_t shape[OPREG__PY_INLINE_DIMS];
     int64_t strides[OPREG__PY_INLINE_DIMS];
 } opreg__py_tensor;
@@ -99,6 +102,10 @@ int opreg__py_tensor_type_init(PyObject *module);
  * and frees it with opreg_tensor_free(). On failure the tensor is freed and
  * NULL returned with an exception set. */
 PyObject *opreg__py_tensor_wrap(DLTensor *t);
+
+/* Wrap view `t` of `base` (both opreg's): the new object owns and frees
+ * both. On failure both are freed and NULL returned with an exception set. */
+PyObject *opreg__py_tensor_wrap_view(DLTensor *t, DLTensor *base);
 
 /* The DLTensor of an opreg.Tensor (borrowed; lives with the object). */
 DLTensor *opreg__py_tensor_get(PyObject *obj);
@@ -159,6 +166,11 @@ typedef struct opreg__py_frame {
     void *heap[2 * OPREG__PY_MAX_ARGS];
     int nheap;
     int64_t numel; /* elements of the call's tensors, together */
+    /* The producer's work stream for the call's CUDA tensors (the first
+     * tensor's that named one): the call runs on it. */
+    bool has_stream;
+    int stream_device;
+    void *stream;
 } opreg__py_frame;
 
 /* Start an empty frame. */
@@ -183,6 +195,9 @@ int opreg__py_value_from(opreg__py_frame *f, const opreg_arg_plan *a, PyObject *
 /* A call's returns as Python: None, the value, or a tuple. Returned tensors
  * pass to the new objects; on failure those not yet passed are freed. */
 PyObject *opreg__py_returns_to(opreg_value *rets, uint32_t n);
+
+/* A value of kind int, float, bool or str as Python; None for any other. */
+PyObject *opreg__py_plain_value(const opreg_value *v);
 
 /* Free the returned tensors of rets[from, n). */
 void opreg__py_returns_free(opreg_value *rets, uint32_t from, uint32_t n);
@@ -209,6 +224,11 @@ int opreg__py_call_prepare(opreg__py_call *c, opreg__py_plan *plan, PyObject *ar
 /* Call the op: convert, one opreg_call_boxed(), the returns as Python. */
 PyObject *opreg__py_call_op(opreg__py_plan *plan, PyObject *args, PyObject *kwargs);
 
+/* opreg__py_call_op() on the kernel of `key` whatever the tensors' device
+ * (OPREG_KEY_NONE: dispatch by device). */
+PyObject *opreg__py_call_op_key(opreg__py_plan *plan, opreg_dispatch_key key, PyObject *args,
+                                PyObject *kwargs);
+
 /* opreg_explain_call() on the arguments as a call would convert them: the
  * text, or NULL with an exception set. Nothing runs. */
 PyObject *opreg__py_explain_call(opreg__py_plan *plan, PyObject *args, PyObject *kwargs);
@@ -217,6 +237,18 @@ PyObject *opreg__py_explain_call(opreg__py_plan *plan, PyObject *args, PyObject 
 
 /* The process-default registry, or NULL with opreg.Error set. */
 opreg_registry *opreg__py_registry(void);
+
+/* The op `name` of the default registry, or NULL with opreg.Error set. */
+const opreg_op *opreg__py_find_op(const char *name);
+
+/* ---- tensors made for Python (examples.c) ------------------------------------ */
+
+/* meta_tensor(shape, dtype, strides=None): an opreg.Tensor on the Meta device. */
+PyObject *opreg__py_meta_tensor(PyObject *m, PyObject *args, PyObject *kwargs);
+
+/* example_inputs(name, dtype=None, shape=None, seed=0): the arguments that
+ * `opreg run` would build for the op, as Python values. */
+PyObject *opreg__py_example_inputs(PyObject *m, PyObject *args, PyObject *kwargs);
 
 /* ---- ops (op.c) ------------------------------------------------------------------ */
 

@@ -85,19 +85,42 @@ int opreg__py_call_prepare(opreg__py_call *c, opreg__py_plan *plan, PyObject *ar
     return 0;
 }
 
+/* One boxed call: dispatched by the tensors' device, or on `key`. */
+static opreg_status call_boxed(const opreg__py_plan *plan, opreg_dispatch_key key,
+                               const opreg__py_call *c, opreg_value *rets) {
+    if (key == OPREG_KEY_NONE)
+        return opreg_call_boxed(plan->op, c->vals, c->nargs, c->kw, c->nkw, rets, plan->nreturns);
+    return opreg_call_boxed_key(plan->op, key, c->vals, c->nargs, c->kw, c->nkw, rets,
+                                plan->nreturns);
+}
+
 PyObject *opreg__py_call_op(opreg__py_plan *plan, PyObject *args, PyObject *kwargs) {
+    return opreg__py_call_op_key(plan, OPREG_KEY_NONE, args, kwargs);
+}
+
+PyObject *opreg__py_call_op_key(opreg__py_plan *plan, opreg_dispatch_key key, PyObject *args,
+                                PyObject *kwargs) {
     opreg__py_call c;
     PyObject *result = NULL;
     if (opreg__py_call_prepare(&c, plan, args, kwargs) == 0) {
         opreg_value rets[OPREG__PY_MAX_RETS];
         opreg_status st;
+        /* CUDA tensors whose producer named its work stream: the call is
+         * queued on that stream, then the thread's own comes back. */
+        void *prev_stream = NULL;
+        if (c.f.has_stream) {
+            prev_stream = opreg_cuda_stream(c.f.stream_device);
+            if (opreg_cuda_set_stream(c.f.stream_device, c.f.stream) != OPREG_OK)
+                c.f.has_stream = false; /* a device opreg cannot hold: the call says why */
+        }
         if (c.f.numel >= RELEASE_GIL_NUMEL) {
             Py_BEGIN_ALLOW_THREADS;
-            st = opreg_call_boxed(plan->op, c.vals, c.nargs, c.kw, c.nkw, rets, plan->nreturns);
+            st = call_boxed(plan, key, &c, rets);
             Py_END_ALLOW_THREADS;
         } else {
-            st = opreg_call_boxed(plan->op, c.vals, c.nargs, c.kw, c.nkw, rets, plan->nreturns);
+            st = call_boxed(plan, key, &c, rets);
         }
+        if (c.f.has_stream) opreg_cuda_set_stream(c.f.stream_device, prev_stream);
         if (st == OPREG_OK)
             result = opreg__py_returns_to(rets, plan->nreturns);
         else

@@ -13,6 +13,18 @@ opreg_registry *opreg__py_registry(void) {
     return reg;
 }
 
+const opreg_op *opreg__py_find_op(const char *name) {
+    opreg_registry *reg = opreg__py_registry();
+    if (!reg) return NULL;
+    const opreg_op *op;
+    opreg_status st = opreg_op_find(&op, reg, name);
+    if (st != OPREG_OK) {
+        opreg__py_raise(st, NULL);
+        return NULL;
+    }
+    return op;
+}
+
 /* A device given as None, a str ("cpu", "cuda:1") or an object whose str()
  * is one (torch.device). 1 when given, 0 for None, -1 on error. */
 static int parse_device(PyObject *o, DLDevice *out) {
@@ -92,11 +104,8 @@ static PyObject *py_schema(PyObject *m, PyObject *args, PyObject *kwargs) {
     int torch = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$p:schema", names, &name, &torch))
         return NULL;
-    opreg_registry *reg = opreg__py_registry();
-    if (!reg) return NULL;
-    const opreg_op *op;
-    opreg_status st = opreg_op_find(&op, reg, name);
-    if (st != OPREG_OK) return opreg__py_raise(st, NULL);
+    const opreg_op *op = opreg__py_find_op(name);
+    if (!op) return NULL;
     const opreg_schema *s = opreg_op_schema(op);
     if (!s) return opreg__py_raisef(OPREG_ERR_NOT_FOUND, "%s is not defined", name);
     char *text = opreg_schema_to_string(s, torch ? OPREG_SCHEMA_TORCH : OPREG_SCHEMA_CANONICAL);
@@ -150,7 +159,33 @@ static PyObject *py_get_num_threads(PyObject *m, PyObject *unused) {
     return PyLong_FromLong(opreg_get_num_threads());
 }
 
+/* cuda_set_stream(device, stream): make `stream` (a cudaStream_t as an int, 0
+ * for the default stream) the calling thread's current stream of `device`
+ * for opreg's CUDA kernels. */
+static PyObject *py_cuda_set_stream(PyObject *m, PyObject *args) {
+    (void)m;
+    int device;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "iK:cuda_set_stream", &device, &stream)) return NULL;
+    opreg_status st = opreg_cuda_set_stream(device, (void *)(uintptr_t)stream);
+    if (st != OPREG_OK) return opreg__py_raise(st, NULL);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_cuda_stream(PyObject *m, PyObject *args) {
+    (void)m;
+    int device;
+    if (!PyArg_ParseTuple(args, "i:cuda_stream", &device)) return NULL;
+    return PyLong_FromUnsignedLongLong((uintptr_t)opreg_cuda_stream(device));
+}
+
 static PyMethodDef module_methods[] = {
+    { "cuda_set_stream", py_cuda_set_stream, METH_VARARGS,
+      "cuda_set_stream(device, stream)\n"
+      "Make `stream` (a cudaStream_t as an int, torch.cuda.Stream.cuda_stream; 0 for the\n"
+      "default stream) this thread's current stream of CUDA `device` for opreg's kernels." },
+    { "cuda_stream", py_cuda_stream, METH_VARARGS,
+      "cuda_stream(device) -> int\nThis thread's current stream of CUDA `device` for opreg." },
     { "is_op_supported", (PyCFunction)(void (*)(void))py_is_op_supported,
       METH_VARARGS | METH_KEYWORDS,
       "is_op_supported(name, device=None) -> bool\n"
@@ -174,6 +209,17 @@ static PyMethodDef module_methods[] = {
     { "get_num_threads", py_get_num_threads, METH_NOARGS,
       "get_num_threads() -> int\nThe number of threads opreg's CPU kernels use." },
     { "version", py_version, METH_NOARGS, "version() -> str\nopreg's run-time version." },
+    { "meta_tensor", (PyCFunction)(void (*)(void))opreg__py_meta_tensor,
+      METH_VARARGS | METH_KEYWORDS,
+      "meta_tensor(shape, dtype, strides=None) -> Tensor\n"
+      "A tensor on opreg's Meta device (a shape, strides and a dtype, no data): calling an\n"
+      "op with Meta tensors runs only its checks and gives its returns' shapes." },
+    { "example_inputs", (PyCFunction)(void (*)(void))opreg__py_example_inputs,
+      METH_VARARGS | METH_KEYWORDS,
+      "example_inputs(name, dtype=None, shape=None, seed=0) -> list\n"
+      "Random, valid arguments for a catalogue op, in schema order, as `opreg run` builds\n"
+      "them: CPU tensors (opreg.Tensor), ints, floats, strs and lists. `dtype` names the\n"
+      "float data's dtype ('bf16', 'float16', ...), `shape` the sizes ('tokens=4,hidden=64')." },
     { NULL, NULL, 0, NULL },
 };
 

@@ -24,15 +24,9 @@ static int op_init(PyObject *obj, PyObject *args, PyObject *kwargs) {
     static char *names[] = { "name", NULL };
     const char *name;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s:Op", names, &name)) return -1;
-    opreg_registry *reg = opreg__py_registry();
-    if (!reg) return -1;
     op_object *self = (op_object *)(void *)obj;
-    const opreg_op *op;
-    opreg_status st = opreg_op_find(&op, reg, name);
-    if (st != OPREG_OK) {
-        opreg__py_raise(st, NULL);
-        return -1;
-    }
+    const opreg_op *op = opreg__py_find_op(name);
+    if (!op) return -1;
     opreg__py_plan_clear(&self->plan);
     self->plan.op = op;
     return opreg__py_plan_read(&self->plan, opreg_op_schema(op));
@@ -94,7 +88,17 @@ static PyObject *op_explain(PyObject *obj, PyObject *args, PyObject *kwargs) {
     return opreg__py_explain_call(&((op_object *)(void *)obj)->plan, args, kwargs);
 }
 
+/* _meta(*args, **kwargs): the op's Meta kernel (its checks, its returns'
+ * shapes) on these arguments, whatever their device; tensors need no data. */
+static PyObject *op_meta(PyObject *obj, PyObject *args, PyObject *kwargs) {
+    return opreg__py_call_op_key(&((op_object *)(void *)obj)->plan, OPREG_KEY_META, args, kwargs);
+}
+
 static PyMethodDef op_methods[] = {
+    { "_meta", (PyCFunction)(void (*)(void))op_meta, METH_VARARGS | METH_KEYWORDS,
+      "_meta(*args, **kwargs)\n"
+      "Run the op's Meta kernel on these arguments, whatever their device (tensors need no\n"
+      "data: opreg._opreg.meta_tensor): its checks, and returns with the shapes it computes." },
     { "_explain", (PyCFunction)(void (*)(void))op_explain, METH_VARARGS | METH_KEYWORDS,
       "_explain(*args, **kwargs) -> str\n"
       "Which provider would run these arguments, and why each earlier one declined (see "

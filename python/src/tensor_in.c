@@ -1,6 +1,15 @@
 /* Tensors passed in: any object that exports DLPack (`__dlpack__`), taken
  * without a copy.
  *
+ * A type that offers DLPack's C exchange API (`__dlpack_c_exchange_api__`
+ * on the type, a capsule "dlpack_exchange_api"; PyTorch 2.10 and later) is
+ * read through it: its `dltensor_from_py_object_no_sync` fills a DLTensor on
+ * the stack, with no capsule and no allocation, valid until the call returns
+ * to Python (shape and strides are copied, since a long call lets other
+ * threads run). For a CUDA tensor the type's `current_work_stream` says the
+ * stream the producer's own work is queued on, and the call runs on it. The
+ * table is looked up once per type.
+ *
  * The general path asks the object for a capsule, DLPack 1.0 first
  * (`__dlpack__(max_version=(1, 0))`, which carries a read-only flag) and the
  * unversioned protocol from producers that refuse that keyword (remembered
@@ -62,17 +71,40 @@ static int nforeign;
 static PyObject *unversioned_types[MAX_UNVERSIONED];
 static int nunversioned;
 
+/* DLPack 1.3's exchange API (dlpack.h, DLPackExchangeAPI), as far as opreg
+ * reads it: the header (a version and a chain of older tables), then the
+ * producer's functions. Debian's DLPack 0.6 header predates it. */
+typedef struct exchange_api {
+    opreg__py_dlpack_version version;
+    const struct exchange_api *prev_api;
+    void *managed_tensor_allocator;
+    int (*managed_tensor_from_py_object_no_sync)(void *obj, opreg__py_managed_versioned **out);
+    void *managed_tensor_to_py_object_no_sync;
+    int (*dltensor_from_py_object_no_sync)(void *obj, DLTensor *out);
+    int (*current_work_stream)(DLDeviceType type, int32_t id, void **stream);
+} exchange_api;
+
+/* Types seen by opreg__py_tensor_from(), with their table (NULL: none). */
+#define MAX_API_TYPES 16
+static struct {
+    PyObject *type; /* strong ref */
+    const exchange_api *api;
+} api_types[MAX_API_TYPES];
+static int napi_types;
+
 static PyObject *str_dlpack;   /* "__dlpack__" */
+static PyObject *str_exchange; /* "__dlpack_c_exchange_api__" */
 static PyObject *kw_versioned; /* {"max_version": (1, 0)} */
 static PyObject *empty_tuple;
 
 static int init_strings(void) {
     if (str_dlpack) return 0;
     str_dlpack = PyUnicode_InternFromString("__dlpack__");
+    str_exchange = PyUnicode_InternFromString("__dlpack_c_exchange_api__");
     empty_tuple = PyTuple_New(0);
     kw_versioned = PyDict_New();
     PyObject *v = Py_BuildValue("(ii)", 1, 0);
-    if (!str_dlpack || !empty_tuple || !kw_versioned || !v ||
+    if (!str_dlpack || !str_exchange || !empty_tuple || !kw_versioned || !v ||
         PyDict_SetItemString(kw_versioned, "max_version", v) < 0) {
         Py_XDECREF(v);
         return -1;
@@ -202,6 +234,109 @@ static int from_numpy(opreg__py_tensor *out, PyObject *obj) {
     return 1;
 }
 
+/* Raise opreg.Error saying which argument the producer refused to export
+ * through `how`, with the producer's own reason (its pending exception). */
+static void refuse(PyObject *obj, const opreg__py_where *where, const char *how) {
+    char what[256], tn[96];
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *text = ev ? PyObject_Str(ev) : NULL;
+    PyObject *bytes = text ? PyUnicode_AsUTF8String(text) : NULL;
+    PyErr_Clear();
+    opreg__py_type_name(obj, tn, sizeof tn);
+    opreg__py_where_text(where, what, sizeof what);
+    opreg__py_raisef(OPREG_ERR_INVALID_ARGUMENT,
+                     "%s: the %s passed could not be taken through %s: %s", what, tn, how,
+                     bytes ? PyBytes_AsString(bytes) : "(no reason given)");
+    Py_XDECREF(bytes);
+    Py_XDECREF(text);
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+}
+
+/* ---- DLPack's C exchange API --------------------------------------------------- */
+
+/* The exchange table of `type`, NULL when it has none (or none of major
+ * version 1 in its chain), learnt once per type. */
+static const exchange_api *exchange_of(PyObject *type) {
+    for (int i = 0; i < napi_types; i++)
+        if (api_types[i].type == type) return api_types[i].api;
+    const exchange_api *api = NULL;
+    PyObject *cap = PyObject_GetAttr(type, str_exchange);
+    if (cap && PyCapsule_IsValid(cap, "dlpack_exchange_api"))
+        api = PyCapsule_GetPointer(cap, "dlpack_exchange_api");
+    Py_XDECREF(cap);
+    PyErr_Clear();
+    while (api && api->version.major > 1)
+        api = api->prev_api;
+    if (api &&
+        (api->version.major != 1 || !api->current_work_stream ||
+         (!api->dltensor_from_py_object_no_sync && !api->managed_tensor_from_py_object_no_sync)))
+        api = NULL;
+    if (napi_types < MAX_API_TYPES) {
+        Py_INCREF(type);
+        api_types[napi_types].type = type;
+        api_types[napi_types++].api = api;
+    }
+    return api;
+}
+
+/* Copy the DLTensor's shape and strides inline (or keep the producer's for
+ * more dimensions than fit, which the managed tensor then holds). */
+static void own_dims(opreg__py_tensor *out) {
+    int nd = out->t.ndim;
+    if (nd < 0 || nd > OPREG__PY_INLINE_DIMS) return;
+    for (int i = 0; i < nd; i++) {
+        out->shape[i] = out->t.shape[i];
+        out->strides[i] = out->t.strides ? out->t.strides[i] : 0;
+    }
+    if (out->t.strides) out->t.strides = out->strides;
+    out->t.shape = out->shape;
+}
+
+/* Read `obj` through its type's table. -1 with opreg.Error (and the
+ * producer's reason) set. */
+static int from_exchange(opreg__py_tensor *out, PyObject *obj, const exchange_api *api,
+                         const opreg__py_where *where) {
+    out->readonly = false;
+    bool done = false;
+    if (api->dltensor_from_py_object_no_sync) {
+        out->t.ndim = 0;
+        if (api->dltensor_from_py_object_no_sync(obj, &out->t) != 0) goto refused;
+        done = out->t.ndim <= OPREG__PY_INLINE_DIMS;
+        if (done) own_dims(out);
+    }
+    if (!done) {
+        /* No borrowing form, or more dimensions than fit inline: a managed
+         * tensor holds them until the call returns. */
+        opreg__py_managed_versioned *m = NULL;
+        if (!api->managed_tensor_from_py_object_no_sync ||
+            api->managed_tensor_from_py_object_no_sync(obj, &m) != 0 || !m)
+            goto refused;
+        out->t = m->dl_tensor;
+        out->readonly =
+            (m->flags & (OPREG__PY_DLPACK_FLAG_READ_ONLY | OPREG__PY_DLPACK_FLAG_IS_COPIED)) != 0;
+        out->managed = m;
+        out->versioned = true;
+    }
+    if (out->t.device.device_type == kDLCUDA || out->t.device.device_type == kDLCUDAManaged) {
+        void *stream = NULL;
+        if (api->current_work_stream(kDLCUDA, out->t.device.device_id, &stream) != 0) goto refused;
+        out->stream = stream;
+        out->has_stream = true;
+    }
+    return 0;
+refused:
+    if (out->managed) {
+        opreg__py_managed_versioned *m = out->managed;
+        if (m->deleter) m->deleter(m);
+        out->managed = NULL;
+    }
+    refuse(obj, where, "DLPack's exchange API");
+    return -1;
+}
+
 /* ---- the general path ------------------------------------------------------ */
 
 static bool is_unversioned(PyObject *type) {
@@ -242,22 +377,7 @@ static PyObject *export_capsule(PyObject *obj, const opreg__py_where *where) {
     }
     Py_DECREF(meth);
     if (cap) return cap;
-    /* Say which argument the producer refused, keeping its reason. */
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    PyObject *text = ev ? PyObject_Str(ev) : NULL;
-    PyObject *bytes = text ? PyUnicode_AsUTF8String(text) : NULL;
-    char tn[96];
-    opreg__py_type_name(obj, tn, sizeof tn);
-    opreg__py_where_text(where, what, sizeof what);
-    opreg__py_raisef(OPREG_ERR_INVALID_ARGUMENT,
-                     "%s: the %s passed could not be taken through DLPack: %s", what, tn,
-                     bytes ? PyBytes_AsString(bytes) : "(no reason given)");
-    Py_XDECREF(bytes);
-    Py_XDECREF(text);
-    Py_XDECREF(et);
-    Py_XDECREF(ev);
-    Py_XDECREF(tb);
+    refuse(obj, where, "DLPack");
     return NULL;
 }
 
@@ -316,6 +436,7 @@ int opreg__py_tensor_from(opreg__py_tensor *out, PyObject *obj, const opreg__py_
     out->capsule = NULL;
     out->managed = NULL;
     out->owner = obj;
+    out->has_stream = false;
     PyObject *type = (PyObject *)Py_TYPE(obj);
     if (type == numpy_type && from_numpy(out, obj)) return 0;
     if (type == (PyObject *)opreg__py_tensor_type) {
@@ -328,6 +449,8 @@ int opreg__py_tensor_from(opreg__py_tensor *out, PyObject *obj, const opreg__py_
         find_numpy();
         if (type == numpy_type && from_numpy(out, obj)) return 0;
     }
+    const exchange_api *api = exchange_of(type);
+    if (api) return from_exchange(out, obj, api, where);
     return from_capsule(out, obj, where);
 }
 

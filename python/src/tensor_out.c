@@ -12,6 +12,7 @@
 typedef struct tensor_object {
     PyObject ob_base;
     DLTensor *t;
+    DLTensor *base;   /* what `t` is a view of, owned too; NULL when `t` owns its data */
     int64_t *strides; /* row-major strides for consumers, in elements */
 } tensor_object;
 
@@ -22,12 +23,17 @@ DLTensor *opreg__py_tensor_get(PyObject *obj) {
 }
 
 PyObject *opreg__py_tensor_wrap(DLTensor *t) {
+    return opreg__py_tensor_wrap_view(t, NULL);
+}
+
+PyObject *opreg__py_tensor_wrap_view(DLTensor *t, DLTensor *base) {
     int nd = t->ndim;
     int64_t *strides = malloc(sizeof(int64_t) * (size_t)(nd > 0 ? nd : 1));
     tensor_object *self = strides ? PyObject_New(tensor_object, opreg__py_tensor_type) : NULL;
     if (!self) {
         free(strides);
         opreg_tensor_free(t);
+        opreg_tensor_free(base);
         return strides ? NULL : PyErr_NoMemory();
     }
     int64_t s = 1;
@@ -40,6 +46,7 @@ PyObject *opreg__py_tensor_wrap(DLTensor *t) {
         }
     }
     self->t = t;
+    self->base = base;
     self->strides = strides;
     return (PyObject *)self;
 }
@@ -48,6 +55,7 @@ static void tensor_dealloc(PyObject *obj) {
     tensor_object *self = (tensor_object *)(void *)obj;
     PyTypeObject *tp = Py_TYPE(obj);
     opreg_tensor_free(self->t);
+    opreg_tensor_free(self->base);
     free(self->strides);
     freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     f(obj);
@@ -186,6 +194,21 @@ static PyObject *tensor_shape(PyObject *obj, void *closure) {
     return shape;
 }
 
+static PyObject *tensor_strides(PyObject *obj, void *closure) {
+    (void)closure;
+    tensor_object *self = (tensor_object *)(void *)obj;
+    int nd = self->t->ndim;
+    PyObject *strides = PyTuple_New(nd);
+    for (int i = 0; strides && i < nd; i++) {
+        PyObject *n = PyLong_FromLongLong(self->strides[i]);
+        if (!n || PyTuple_SetItem(strides, i, n) < 0) {
+            Py_DECREF(strides);
+            return NULL;
+        }
+    }
+    return strides;
+}
+
 static PyObject *tensor_ndim(PyObject *obj, void *closure) {
     (void)closure;
     return PyLong_FromLong(opreg__py_tensor_get(obj)->ndim);
@@ -242,6 +265,7 @@ static PyMethodDef tensor_methods[] = {
 
 static PyGetSetDef tensor_getset[] = {
     { "shape", tensor_shape, NULL, "The sizes, a tuple.", NULL },
+    { "strides", tensor_strides, NULL, "The strides, in elements (not bytes), a tuple.", NULL },
     { "ndim", tensor_ndim, NULL, "The number of dimensions.", NULL },
     { "dtype", tensor_dtype, NULL, "opreg's dtype name ('f32', 'bf16', ...).", NULL },
     { "device", tensor_device, NULL, "The device ('cpu', 'meta', ...).", NULL },

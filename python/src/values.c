@@ -24,6 +24,7 @@ void opreg__py_frame_init(opreg__py_frame *f) {
     f->nkeep = 0;
     f->nheap = 0;
     f->numel = 0;
+    f->has_stream = false;
 }
 
 static opreg__py_tensor *new_slot(opreg__py_frame *f) {
@@ -116,6 +117,11 @@ static int to_tensor(opreg__py_frame *f, PyObject *o, const opreg__py_where *w, 
     for (int i = 0; i < t->t.ndim; i++)
         n *= t->t.shape[i];
     f->numel += n;
+    if (t->has_stream && !f->has_stream) {
+        f->has_stream = true;
+        f->stream_device = t->t.device.device_id;
+        f->stream = t->stream;
+    }
     *out = &t->t;
     *readonly = t->readonly;
     return 0;
@@ -396,10 +402,8 @@ void opreg__py_returns_free(opreg_value *rets, uint32_t from, uint32_t n) {
         if (rets[i].kind == OPREG_VALUE_TENSOR) opreg_tensor_free(rets[i].u.tensor);
 }
 
-static PyObject *ret_to_py(const opreg_value *v) {
+PyObject *opreg__py_plain_value(const opreg_value *v) {
     switch (v->kind) {
-    case OPREG_VALUE_TENSOR:
-        return opreg__py_tensor_wrap(v->u.tensor);
     case OPREG_VALUE_INT:
         return PyLong_FromLongLong(v->u.i);
     case OPREG_VALUE_FLOAT:
@@ -411,6 +415,11 @@ static PyObject *ret_to_py(const opreg_value *v) {
     default:
         Py_RETURN_NONE;
     }
+}
+
+static PyObject *ret_to_py(const opreg_value *v) {
+    if (v->kind == OPREG_VALUE_TENSOR) return opreg__py_tensor_wrap(v->u.tensor);
+    return opreg__py_plain_value(v);
 }
 
 PyObject *opreg__py_returns_to(opreg_value *rets, uint32_t n) {
