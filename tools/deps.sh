@@ -23,6 +23,7 @@ if [ "${1:-}" = "--test" ]; then
     clang libclang-rt-14-dev               # the libFuzzer targets
     clang-format                           # the formatting check
     python3-numpy python3-torch            # DLPack tensors of the binding's tests
+    python3-venv                           # the PyTorch 2.15 environment (tools/torch-env.sh)
   )
 elif [ -n "${1:-}" ]; then
   echo "usage: tools/deps.sh [--test]" >&2

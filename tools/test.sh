@@ -55,6 +55,15 @@ configure_build() {
 step "dependencies"
 bash tools/deps.sh --test || exit 1
 
+step "PyTorch 2.15 from PyPI for the torch tests (tools/torch-env.sh; made once per machine)"
+# The tests labelled 'torch' use it; made here, before the suite's clock
+# runs, so that a first download does not count against a test's timeout.
+if torch_py=$(bash tools/torch-env.sh); then
+  echo "torch environment: $torch_py"
+else
+  echo "no PyTorch 2.15 environment: its tests skip when PyPI was unreachable, fail otherwise"
+fi
+
 step "formatting (clang-format, the repository's .clang-format)"
 if command -v clang-format >/dev/null 2>&1; then
   files=$(git ls-files '*.c' '*.h' '*.cu' '*.cuh' 2>/dev/null || find . -path ./build\* -prune -o \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) -print)

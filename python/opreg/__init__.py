@@ -22,7 +22,7 @@ from ._opreg import (  # noqa: F401  (the public names of the package)
     Tensor,
     explain as _explain_support,
     get_num_threads,
-    is_op_supported,
+    is_op_supported as _is_op_supported,
     list_ops,
     load_plugin,
     schema,
@@ -47,6 +47,19 @@ __all__ = [
 ]
 
 
+# Ops that opreg.torch registered into torch under another namespace:
+# torch's full name -> opreg's.
+_torch_aliases = {}
+
+
+def is_op_supported(name, device=None):
+    """Whether op ``name`` is defined and some available backend (or that of
+    ``device``: 'cpu', 'cuda:1', a torch.device) has a kernel for it. A name
+    that opreg.torch gave one of opreg's ops in torch answers for that op;
+    an op that only torch defines is never opreg's."""
+    return _is_op_supported(_torch_aliases.get(name, name), device)
+
+
 def explain(op, *args, **kwargs):
     """Why an op would or would not run.
 
@@ -63,6 +76,10 @@ def explain(op, *args, **kwargs):
     """
     if isinstance(op, _Op):
         return op._explain(*args, **kwargs)
+    alias = _torch_aliases.get(op)
+    if alias is not None and alias != op:
+        text = _explain_support(alias, *args, **kwargs)
+        return "%s is opreg's %s, registered into torch: %s" % (op, alias, text)
     return _explain_support(op, *args, **kwargs)
 
 

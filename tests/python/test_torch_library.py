@@ -1,0 +1,430 @@
+"""opreg's ops registered into PyTorch's dispatcher (opreg.torch): every op of
+the catalogue through torch.ops against the same op called on opreg
+directly, the fake (Meta) kernels, the names opreg answers for, conflicts,
+and, on torch 2.x, torch.compile(fullgraph=True) of a vLLM-shaped block and
+torch.library.opcheck of every op. Runs on Debian's torch 1.13 (which has
+no fake tensors, compile or opcheck: those parts say so and are skipped) and
+on PyTorch 2.15 from PyPI. Skips (77) when torch is absent."""
+
+import os
+import sys
+import time
+
+try:
+    import torch
+except ImportError:
+    print("skip: torch is not installed for", sys.executable)
+    sys.exit(77)
+
+import opreg
+import opreg.torch
+
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
+HAS_FAKE = hasattr(torch.library, "register_fake")
+HAS_OPCHECK = hasattr(torch.library, "opcheck")
+HAS_EXCHANGE = hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(name, fn):
+    t = time.time()
+    try:
+        fn()
+        print("ok   %s (%.1f s)" % (name, time.time() - t))
+    except Exception as e:  # noqa: BLE001
+        failures.append(name)
+        print("FAIL:", name, type(e).__name__, e)
+
+
+def skip(name, why):
+    print("skip %s: %s" % (name, why))
+
+
+print("torch", torch.__version__, "python", sys.version.split()[0], "exchange API", HAS_EXCHANGE)
+reg = opreg.torch.register("_C")
+NAMES = opreg.list_ops()
+
+
+def short(name):
+    return name.split("::", 1)[1]
+
+
+def inputs(name, **kw):
+    return [opreg.torch.to_torch(v) for v in opreg._opreg.example_inputs(name, **kw)]
+
+
+def torch_has_dtypes(name):
+    """Whether this torch has every dtype of the op's example inputs (1.13
+    has no fp8)."""
+    def ok(v):
+        if isinstance(v, list):
+            return all(ok(x) for x in v)
+        return not isinstance(v, opreg.Tensor) or v.dtype in opreg.torch._TORCH_OF
+
+    return all(ok(v) for v in opreg._opreg.example_inputs(name))
+
+
+def clone(args):
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append(a.clone())
+        elif isinstance(a, list):
+            out.append([t.clone() if isinstance(t, torch.Tensor) else t for t in a])
+        else:
+            out.append(a)
+    return out
+
+
+def same_bytes(a, b):
+    """Bitwise equality that also holds for fp8 (viewed as bytes)."""
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_bytes(x, y) for x, y in zip(a, b))
+    if isinstance(a, torch.Tensor):
+        return a.shape == b.shape and torch.equal(
+            a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)
+        )
+    return a == b
+
+
+# ---- the registration itself -------------------------------------------------
+
+
+def t_registration():
+    check(len(reg.ops) == len(NAMES), "every op registered (%d of %d)" % (len(reg.ops), len(NAMES)))
+    for name in NAMES:
+        qual = "_C::" + short(name)
+        check(reg.ops.get(qual) == name, "%s maps to %s" % (qual, name))
+        check("CPU" in reg.kernels.get(qual, ()), "%s has a CPU kernel" % qual)
+        check(qual in reg.fake, "%s has a fake kernel" % qual)
+        # torch reads the schema opreg parsed, argument for argument.
+        schema = getattr(torch.ops._C, short(name)).default._schema
+        check(
+            [a.name for a in schema.arguments] == [a.name for a in _opreg_args(name)],
+            "%s: torch's schema has opreg's arguments" % qual,
+        )
+    check(opreg.torch.register("_C") is reg, "registering again returns the first registration")
+    check(opreg.torch.registrations()["_C"] is reg, "registrations() lists it")
+
+
+def _opreg_args(name):
+    class A:
+        def __init__(self, n):
+            self.name = n
+
+    text = opreg.schema(name)
+    inner = text[text.index("(") + 1 : text.rindex(") ->")]
+    depth, cur, parts = 0, "", []
+    for ch in inner:
+        depth += ch in "([" and 1 or (ch in ")]" and -1 or 0)
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur)
+    return [A(p.split("=")[0].split()[-1]) for p in parts if p.strip() != "*"]
+
+
+# ---- eager: torch.ops against opreg directly --------------------------------
+
+
+def t_eager_every_op():
+    for name in NAMES:
+        if not torch_has_dtypes(name):
+            skip(name, "torch %s lacks a dtype of its inputs" % torch.__version__)
+            continue
+        args = inputs(name, seed=7)
+        a, b = clone(args), clone(args)
+        r1 = getattr(opreg.ops._C, short(name))(*a)
+        r2 = getattr(torch.ops._C, short(name))(*b)
+        check(same_bytes(a, b), "%s: torch.ops wrote what opreg wrote" % name)
+        if r1 is not None:
+            check(isinstance(r2, torch.Tensor), "%s returns a torch tensor" % name)
+            check(same_bytes(opreg.torch.to_torch(r1), r2), "%s: same return" % name)
+
+
+def t_eager_rms_norm_reference():
+    x = torch.randn(5, 96)
+    w = torch.rand(96) + 0.5
+    out = torch.empty_like(x)
+    torch.ops._C.rms_norm(out, x, w, 1e-6)
+    want = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+    check(torch.allclose(out, want, rtol=1e-5, atol=1e-5), "rms_norm through torch.ops is right")
+    try:
+        torch.ops._C.rms_norm(out, x, torch.ones(95), 1e-6)
+        check(False, "a bad weight is refused")
+    except RuntimeError as e:  # opreg.Error is a RuntimeError
+        check("expected size 96 in dim 0, got 95" in str(e), "opreg's message reaches torch: %s" % e)
+
+
+def t_linear_returns():
+    x, w, b = torch.randn(3, 16), torch.randn(8, 16), torch.randn(8)
+    y = torch.ops._C.linear(x, w, b)
+    check(isinstance(y, torch.Tensor) and y.shape == (3, 8), "linear returns a (3, 8) tensor")
+    check(torch.allclose(y, x @ w.t() + b, rtol=1e-4, atol=1e-4), "linear is right")
+    y2 = torch.ops._C.linear(x, w)
+    check(torch.allclose(y2, x @ w.t(), rtol=1e-4, atol=1e-4), "linear's default bias")
+
+
+# ---- fake and Meta kernels --------------------------------------------------
+
+
+def t_fake_kernels():
+    if HAS_FAKE:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        mode = FakeTensorMode()
+        to_fake = mode.from_tensor
+    else:
+
+        def to_fake(t):
+            return t.to("meta")
+
+        mode = None
+    for name in NAMES:
+        if not torch_has_dtypes(name):
+            skip(name, "torch %s lacks a dtype of its inputs" % torch.__version__)
+            continue
+        args = inputs(name, seed=3)
+        fargs = [
+            to_fake(a)
+            if isinstance(a, torch.Tensor)
+            else [to_fake(t) for t in a]
+            if isinstance(a, list)
+            else a
+            for a in args
+        ]
+        op = getattr(torch.ops._C, short(name))
+        if mode is not None:
+            with mode:
+                r = op(*fargs)
+        else:
+            r = op(*fargs)
+        if name == "_C::linear":
+            check(tuple(r.shape) == (args[0].shape[0], args[1].shape[0]), "fake linear's shape")
+            check(r.dtype == args[0].dtype, "fake linear's dtype")
+        else:
+            check(r is None, "%s returns nothing" % name)
+    # The fake kernel refuses what opreg's Meta kernel refuses, with its message.
+    x, w = torch.randn(4, 64), torch.ones(63)
+    fx, fw, fo = to_fake(x), to_fake(w), to_fake(torch.empty(4, 64))
+    try:
+        if mode is not None:
+            with mode:
+                torch.ops._C.rms_norm(fo, fx, fw, 1e-6)
+        else:
+            torch.ops._C.rms_norm(fo, fx, fw, 1e-6)
+        check(False, "the fake kernel refuses a bad weight")
+    except RuntimeError as e:
+        check(
+            "_C::rms_norm: argument 'weight': expected size 64 in dim 0, got 63" in str(e),
+            "the fake kernel gives opreg's message: %s" % e,
+        )
+    # Strides reach the Meta kernel: a transposed output is refused as opreg refuses it.
+    out = opreg.ops._C.linear._meta(
+        opreg._opreg.meta_tensor((4, 64), "f32"), opreg._opreg.meta_tensor((32, 64), "f32")
+    )
+    check(out.shape == (4, 32) and out.strides == (32, 1), "Meta linear's shape and strides")
+
+
+# ---- the names opreg answers for --------------------------------------------
+
+
+def t_names():
+    other = opreg.torch.register("_C", target="opreg_alias", ops=["rms_norm", "linear"])
+    check(sorted(other.ops) == ["opreg_alias::linear", "opreg_alias::rms_norm"], "a subset, renamed")
+    check(opreg.is_op_supported("opreg_alias::rms_norm"), "opreg answers for its op under torch's name")
+    check(opreg.is_op_supported("opreg_alias::rms_norm", "cpu"), "... on the CPU")
+    text = opreg.explain("opreg_alias::rms_norm")
+    check("opreg's _C::rms_norm" in text, "explain names opreg's op: %s" % text)
+    x = torch.randn(2, 8)
+    out = torch.empty_like(x)
+    torch.ops.opreg_alias.rms_norm(out, x, torch.ones(8), 1e-6)
+    # An op that only torch defines is never opreg's.
+    lib = torch.library.Library("opreg_test_torch_only", "DEF")
+    lib.define("mine(Tensor x) -> Tensor")
+    check(not opreg.is_op_supported("opreg_test_torch_only::mine"), "a torch-only op is not opreg's")
+    check("opreg_alias::silu_and_mul" not in other.ops, "ops left out are not registered")
+    check(not opreg.is_op_supported("opreg_alias::silu_and_mul"), "nor answered for")
+    text = opreg.explain("opreg_test_torch_only::mine")
+    check("Could not find schema for opreg_test_torch_only::mine" in text,
+          "explain says opreg lacks a torch-only op: %s" % text)
+    globals()["_keep"] = lib
+
+
+def t_conflicts():
+    lib = torch.library.Library("opreg_conflict", "DEF")
+    lib.define("rms_norm(Tensor x) -> Tensor")
+    try:
+        opreg.torch.register("_C", target="opreg_conflict")
+        check(False, "a name torch already has is refused")
+    except opreg.Error as e:
+        check("opreg_conflict::rms_norm" in str(e), "the conflict is named: %s" % e)
+    check("opreg_conflict" not in opreg.torch.registrations(), "nothing registered on conflict")
+    check(not hasattr(torch.ops.opreg_conflict, "silu_and_mul") or not _defined("opreg_conflict::silu_and_mul"),
+          "no op of the namespace was defined")
+    for bad in (["no_such_op"],):
+        try:
+            opreg.torch.register("_C", target="opreg_bad", ops=bad)
+            check(False, "an unknown op is refused")
+        except opreg.Error as e:
+            check("_C::no_such_op" in str(e), "the unknown op is named: %s" % e)
+    try:
+        opreg.torch.register("no_such_namespace")
+        check(False, "an empty namespace is refused")
+    except opreg.Error as e:
+        check("no_such_namespace" in str(e), "the namespace is named: %s" % e)
+    globals()["_keep2"] = lib
+
+
+def _defined(qual):
+    try:
+        return bool(torch._C._jit_get_schemas_for_operator(qual))
+    except RuntimeError:
+        return False
+
+
+# ---- DLPack's exchange API ---------------------------------------------------
+
+
+def t_exchange_tensors():
+    if not HAS_EXCHANGE:
+        skip("exchange API tensors", "torch %s has no __dlpack_c_exchange_api__" % torch.__version__)
+        return
+    gelu = opreg.ops._C.gelu_new
+    rms = opreg.ops._C.rms_norm
+    for dt in (torch.float32, torch.bfloat16, torch.float16):
+        base = torch.randn(6, 80).to(dt)
+        view = base[:, :40]  # rows 80 apart: the strides must come through
+        w = (torch.rand(40) + 0.5).to(dt)
+        got, want = torch.empty(6, 40, dtype=dt), torch.empty(6, 40, dtype=dt)
+        rms(got, view, w, 1e-6)
+        rms(want, view.contiguous(), w, 1e-6)
+        check(torch.equal(got, want), "a row-strided %s input through the exchange API" % dt)
+        try:
+            rms(torch.empty(6, 80, dtype=dt)[:, ::2], view, w, 1e-6)
+            check(False, "a column-strided output is refused")
+        except opreg.Error as e:
+            check("must be contiguous (stride 2 in dim 1" in str(e), "its strides reached opreg: %s" % e)
+    p = torch.nn.Parameter(torch.ones(8), requires_grad=False)
+    x = torch.randn(3, 8)
+    out = torch.empty_like(x)
+    opreg.ops._C.rms_norm(out, x, p, 1e-6)  # a subclass of torch.Tensor
+    check(torch.isfinite(out).all(), "a Parameter through the exchange API")
+    # fp8 and int8 dtypes arrive as opreg's.
+    x = torch.randn(4, 32)
+    q8, s = torch.empty(4, 32, dtype=torch.float8_e4m3fn), torch.tensor([0.05])
+    opreg.ops._C.static_scaled_fp8_quant(q8, x, s)
+    check(torch.allclose(q8.float(), (x / 0.05).clamp(-448, 448).to(torch.float8_e4m3fn).float()),
+          "fp8 through the exchange API")
+    # More dimensions than the binding keeps inline (8) take the managed path.
+    big = torch.randn(*([1] * 8 + [16]))
+    out = torch.empty_like(big)
+    try:
+        gelu(out, big)
+        want = torch.empty_like(big)
+        gelu(want.view(16), big.view(16))
+        check(torch.equal(out, want), "a 9-dimensional tensor through the exchange API")
+    except opreg.Error as e:
+        check("dim" in str(e) or "rank" in str(e), "a 9-d refusal is opreg's own: %s" % e)
+
+
+# ---- torch.compile and opcheck ---------------------------------------------
+
+
+def vllm_block(x, residual, positions, cos_sin, w1, wqkv, w2, wup, wdown, nh, hs):
+    C = torch.ops._C
+    h = torch.empty_like(x)
+    C.rms_norm(h, x, w1, 1e-6)
+    qkv = C.linear(h, wqkv)
+    q = qkv[:, : nh * hs].contiguous()
+    k = qkv[:, nh * hs :].contiguous()
+    C.rotary_embedding(positions, q, k, hs, cos_sin, True)
+    o = q + k
+    C.fused_add_rms_norm(o, residual, w2, 1e-6)
+    up = C.linear(o, wup)
+    act = torch.empty(up.shape[0], up.shape[1] // 2, dtype=up.dtype)
+    C.silu_and_mul(act, up)
+    return C.linear(act, wdown), residual
+
+
+def t_compile():
+    if not hasattr(torch, "compile"):
+        skip("torch.compile", "torch %s has no torch.compile" % torch.__version__)
+        return
+    hidden, nh, hs, tokens = 64, 2, 16, 5
+    g = torch.Generator().manual_seed(1)
+
+    def r(*s, scale=1.0):
+        return torch.randn(*s, generator=g) * scale
+
+    args = [r(tokens, hidden), r(tokens, nh * hs), torch.arange(tokens), r(128, hs),
+            r(hidden).abs() + 0.5, r(2 * nh * hs, hidden, scale=0.1), r(nh * hs).abs() + 0.5,
+            r(2 * hidden, nh * hs, scale=0.1), r(hidden, hidden, scale=0.1)]
+    eager = vllm_block(*clone(args), nh, hs)
+    compiled = torch.compile(vllm_block, fullgraph=True)  # a graph break raises here
+    got = compiled(*clone(args), nh, hs)
+    for i, (e, c) in enumerate(zip(eager, got)):
+        check(torch.allclose(e, c, rtol=1e-5, atol=1e-5), "compiled output %d equals eager" % i)
+    # Another token count: the same graph again, or one recompilation, never a break.
+    args2 = [a[:3] if a.dim() and a.shape[0] == tokens else a for a in args]
+    eager2 = vllm_block(*clone(args2), nh, hs)
+    got2 = compiled(*clone(args2), nh, hs)
+    check(all(torch.allclose(e, c, rtol=1e-5, atol=1e-5) for e, c in zip(eager2, got2)),
+          "compiled output at 3 tokens equals eager")
+
+
+# test_schema compares a mutated argument's bytes with torch.allclose, which
+# torch's CPU build lacks for fp8: for ops that write fp8 it is left out and
+# the same property (exactly the `Tensor!` arguments change) is checked here.
+FP8_WRITERS = {"_C::static_scaled_fp8_quant", "_C::dynamic_scaled_fp8_quant"}
+
+
+def t_opcheck():
+    if not HAS_OPCHECK:
+        skip("opcheck", "torch %s has no torch.library.opcheck" % torch.__version__)
+        return
+    tests = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
+    for name in NAMES:
+        args = tuple(inputs(name, seed=11))
+        op = getattr(torch.ops._C, short(name)).default
+        utils = tuple(t for t in tests if not (t == "test_schema" and name in FP8_WRITERS))
+        try:
+            result = torch.library.opcheck(op, args, test_utils=utils)
+            check(all(v == "SUCCESS" for v in result.values()), "opcheck %s: %s" % (name, result))
+        except Exception as e:  # noqa: BLE001
+            check(False, "opcheck %s: %s" % (name, str(e).splitlines()[0]))
+        if name in FP8_WRITERS:
+            before = clone(list(args))
+            after = clone(list(args))
+            op(*after)
+            schema = op._schema
+            for i, a in enumerate(schema.arguments):
+                writes = a.alias_info is not None and a.alias_info.is_write
+                if isinstance(before[i], torch.Tensor) and not writes:
+                    check(same_bytes(before[i], after[i]), "%s leaves %s alone" % (name, a.name))
+
+
+run("the registration", t_registration)
+run("every op through torch.ops equals opreg's own call", t_eager_every_op)
+run("rms_norm through torch.ops, and a refusal", t_eager_rms_norm_reference)
+run("linear returns torch tensors", t_linear_returns)
+run("fake (or Meta) kernels of every op", t_fake_kernels)
+run("names: aliases, torch-only ops", t_names)
+run("conflicts and bad requests", t_conflicts)
+run("tensors through DLPack's exchange API", t_exchange_tensors)
+run("torch.compile(fullgraph=True) of a vLLM block", t_compile)
+run("torch.library.opcheck of every op", t_opcheck)
+
+if failures:
+    print("%d failure(s)" % len(failures))
+    sys.exit(1)
+print("all passed")
