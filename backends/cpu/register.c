@@ -18,6 +18,7 @@
 #include "catalogue_args.h"
 #include "ops/register/catalogue.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 
 /* Short names for the argument accessors. */
@@ -82,6 +83,20 @@ static opreg_status cpu_kernel(void *context, const opreg_op *op, const opreg_va
     return p->run(args, rets, p);
 }
 
+/* A predicate's refusal: false, with the reason written only when someone
+ * asks (the chain's own calls pass no buffer, so a declining provider on
+ * the hot path formats nothing). */
+OPREG__PRINTF(3, 4)
+static bool decline(char *why, size_t cap, const char *fmt, ...) {
+    if (why && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, cap, fmt, ap);
+        va_end(ap);
+    }
+    return false;
+}
+
 static const char *isa_text(int isa) {
     switch (isa) {
     case OPREG__ISA_AVX2:
@@ -99,12 +114,12 @@ static bool cpu_supports(void *context, const opreg_op *op, const opreg_value *a
     const struct cpu_provider *p = context;
     if (p->isa > OPREG__ISA_PORTABLE) {
         if (opreg__cpu_isa_detected() < p->isa) {
-            snprintf(why, cap, "this CPU lacks %s", isa_text(p->isa));
+            decline(why, cap, "this CPU lacks %s", isa_text(p->isa));
             return false;
         }
         if (opreg__cpu_isa() < p->isa) {
-            snprintf(why, cap, "OPREG_CPU_ISA=%s caps the CPU paths below %s",
-                     opreg__cpu_isa_name(opreg__cpu_isa()), opreg__cpu_isa_name(p->isa));
+            decline(why, cap, "OPREG_CPU_ISA=%s caps the CPU paths below %s",
+                    opreg__cpu_isa_name(opreg__cpu_isa()), opreg__cpu_isa_name(p->isa));
             return false;
         }
     }
@@ -294,13 +309,13 @@ static bool attention_covers(const opreg_value *args, char *why, size_t cap) {
     const opreg_tensor *q = TS(1);
     int64_t head = well_formed(q, 3) ? q->shape[2] : 0, block = IV(8);
     if (head > OPREG__CPU_PA_MAX_HEAD) {
-        snprintf(why, cap, "head_size %lld is past the fast kernel's %d", (long long)head,
-                 OPREG__CPU_PA_MAX_HEAD);
+        decline(why, cap, "head_size %lld is past the fast kernel's %d", (long long)head,
+                OPREG__CPU_PA_MAX_HEAD);
         return false;
     }
     if (block > OPREG__CPU_PA_MAX_BLOCK) {
-        snprintf(why, cap, "block_size %lld is past the fast kernel's %d", (long long)block,
-                 OPREG__CPU_PA_MAX_BLOCK);
+        decline(why, cap, "block_size %lld is past the fast kernel's %d", (long long)block,
+                OPREG__CPU_PA_MAX_BLOCK);
         return false;
     }
     return true;
@@ -315,17 +330,17 @@ static bool attention_covers(const opreg_value *args, char *why, size_t cap) {
  * strides are passed on). */
 static bool gemv_rows_ok(int64_t rows, char *why, size_t cap) {
     if (rows <= OPREG__CPU_GEMV_MAX_ROWS) return true;
-    snprintf(why, cap, "M=%lld rows: past the gemv bound of %d, where oneDNN is faster",
-             (long long)rows, OPREG__CPU_GEMV_MAX_ROWS);
+    decline(why, cap, "M=%lld rows: past the gemv bound of %d, where oneDNN is faster",
+            (long long)rows, OPREG__CPU_GEMV_MAX_ROWS);
     return false;
 }
 
 /* Without a SIMD path the kernels are scalar C, slower than oneDNN. */
 static bool gemv_isa_ok(char *why, size_t cap) {
     if (opreg__cpu_isa() > OPREG__ISA_PORTABLE) return true;
-    snprintf(why, cap, "no SIMD path (%s): oneDNN is faster than gemv's portable C",
-             opreg__cpu_isa_detected() > OPREG__ISA_PORTABLE ? "OPREG_CPU_ISA=portable"
-                                                             : "this CPU lacks AVX2");
+    decline(why, cap, "no SIMD path (%s): oneDNN is faster than gemv's portable C",
+            opreg__cpu_isa_detected() > OPREG__ISA_PORTABLE ? "OPREG_CPU_ISA=portable"
+                                                            : "this CPU lacks AVX2");
     return false;
 }
 
@@ -336,7 +351,7 @@ static bool linear_gemv_covers(const opreg_value *args, char *why, size_t cap) {
         return true; /* for the checks to refuse */
     dt = opreg__dtype_of(in);
     if (dt != OPREG_DTYPE_F32 && dt != OPREG_DTYPE_BF16 && dt != OPREG_DTYPE_F16) {
-        snprintf(why, cap, "gemv takes f32, f16 and bf16 operands only");
+        decline(why, cap, "gemv takes f32, f16 and bf16 operands only");
         return false;
     }
     /* The rows, as the predicate may read them: before the checks, sizes
@@ -394,9 +409,9 @@ static bool scaled_mm_covers(const opreg_value *args, char *why, size_t cap) {
     if (!well_formed(out, 2) || !well_formed(a, 2) || !well_formed(b, 2))
         return true; /* for the checks to refuse */
     if (opreg__onednn_scaled_mm_covers(out, a, b)) return true;
-    snprintf(why, cap,
-             "oneDNN takes an f32 or bf16 result, and fp8 a and b or int8 ones with a's "
-             "rows and b's columns dense");
+    decline(why, cap,
+            "oneDNN takes an f32 or bf16 result, and fp8 a and b or int8 ones with a's "
+            "rows and b's columns dense");
     return false;
 }
 
@@ -419,7 +434,7 @@ static opreg_status run_linear_portable(const opreg_value *args, opreg_value *re
 
 static bool linear_covers(const opreg_value *args, char *why, size_t cap) {
     if (opreg__onednn_linear_covers(TS(0))) return true;
-    snprintf(why, cap, "oneDNN takes f32 and bf16 operands only");
+    decline(why, cap, "oneDNN takes f32 and bf16 operands only");
     return false;
 }
 
