@@ -24,7 +24,17 @@ cases:
                      converted once (opreg._bench.time_c): what the op itself costs in C
   null_op_in_c       the same for the op that does nothing
   binding_overhead   null_op - null_op_in_c: what the Python binding adds to a call
-  rms_norm_torch     the call on torch tensors (general DLPack path), when torch is there
+  rms_norm_torch     the call on torch tensors, when torch is there: through DLPack's C
+                     exchange API where torch has it (2.10 and later), else __dlpack__
+  torch_ops_opreg    torch.ops.opreg_bench.rms_norm: opreg's op registered into torch's
+                     dispatcher by opreg.torch, called on the same torch tensors
+  torch_ops_cpp      torch.ops.opreg_bench_cpp.rms_norm: the anchor, the same loop written
+                     as a C++ TORCH_LIBRARY op, built here with torch.utils.cpp_extension
+                     (skipped, with the reason, when it cannot be built)
+  torch_native       a plain torch op on the same tensors: torch.nn.functional.rms_norm
+                     where torch has it, else torch.mul(x, w, out=out)
+
+For torch 2.15 from PyPI: OPREG_PYTHON=$(bash tools/torch-env.sh) opreg bench python.
 """
 
 import argparse
@@ -73,12 +83,7 @@ def main():
         return time.perf_counter_ns() - t
 
     def loop_call(f):
-        def run(n):
-            t = time.perf_counter_ns()
-            for _ in range(n):
-                f(out, x, w, eps)
-            return time.perf_counter_ns() - t
-        return run
+        return timed_loop(f, out, x, w, eps)
 
     def loop_lookup(n):
         t = time.perf_counter_ns()
@@ -105,18 +110,7 @@ def main():
              ("rms_norm_lookup", loop_lookup), ("rms_norm_keyword", loop_keyword),
              ("null_op", loop_call(null)), ("rms_norm_in_c", in_c(rms_norm.name)),
              ("null_op_in_c", in_c(NULL_OP))]
-    try:
-        import torch
-        tx, tw, tout = torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(out)
-
-        def loop_torch(n):
-            t = time.perf_counter_ns()
-            for _ in range(n):
-                rms_norm(tout, tx, tw, eps)
-            return time.perf_counter_ns() - t
-        cases.append(("rms_norm_torch", loop_torch))
-    except ImportError:
-        pass
+    torch_info = torch_cases(cases, x, w, out, eps)
 
     n = args.calls
     best = {name: float("inf") for name, _ in cases}
@@ -124,7 +118,7 @@ def main():
     for r in range(args.rounds):
         best_loop = min(best_loop, loop_empty(n) / n)
         for name, fn in cases:
-            calls = n if name != "rms_norm_torch" else max(n // 10, 1)
+            calls = n if not name.startswith("torch") and name != "rms_norm_torch" else max(n // 4, 1)
             best[name] = min(best[name], fn(calls) / calls)
         if sys.stderr.isatty():
             sys.stderr.write("\rround %d/%d" % (r + 1, args.rounds))
@@ -136,12 +130,15 @@ def main():
         per_call[name] = best[name] if name.endswith("_in_c") else best[name] - best_loop
     per_call["binding_overhead"] = per_call["null_op"] - per_call["null_op_in_c"]
     order = ["trivial_function", "rms_norm", "rms_norm_lookup", "rms_norm_keyword", "null_op",
-             "rms_norm_in_c", "null_op_in_c", "binding_overhead", "rms_norm_torch"]
+             "rms_norm_in_c", "null_op_in_c", "binding_overhead", "rms_norm_torch",
+             "torch_ops_opreg", "torch_ops_cpp", "torch_native"]
     info = "python %s, numpy %s, shape %s f32, %d rounds of %d calls, empty loop %.1f ns" % (
         platform.python_version(), np.__version__, "x".join(map(str, shape)), args.rounds, n,
         best_loop)
     if not args.json:
         print("python binding:", info)
+        if torch_info:
+            print("torch:", torch_info)
     for name in order:
         if name not in per_call:
             continue
@@ -156,7 +153,108 @@ def main():
             print("  %-18s %8.1f ns/call  (%.2fx a trivial function call)" % (name, ns, ratio))
     if not args.json:
         print("target: rms_norm <= 300 ns/call")
+        if "rms_norm_torch" in per_call:
+            print("target: rms_norm_torch <= 300 ns/call with the exchange API, else <= torch_ops_cpp")
+        for a, b in (("rms_norm_torch", "torch_ops_cpp"), ("torch_ops_opreg", "torch_ops_cpp"),
+                     ("rms_norm_torch", "rms_norm")):
+            if a in per_call and b in per_call:
+                print("  %s / %s = %.2f" % (a, b, per_call[a] / per_call[b]))
     return 0
+
+
+CPP_ANCHOR = r"""
+#include <torch/library.h>
+#include <cmath>
+
+// The anchor: rms_norm as a plain C++ op of a TORCH_LIBRARY, f32 only.
+void anchor_rms_norm(at::Tensor& out, const at::Tensor& input, const at::Tensor& weight,
+                     double epsilon) {
+    const int64_t hidden = input.size(-1), rows = input.numel() / hidden;
+    const float* x = input.data_ptr<float>();
+    const float* w = weight.data_ptr<float>();
+    float* o = out.data_ptr<float>();
+    for (int64_t r = 0; r < rows; r++) {
+        float ss = 0.f;
+        for (int64_t i = 0; i < hidden; i++) ss += x[r * hidden + i] * x[r * hidden + i];
+        const float inv = 1.f / std::sqrt(ss / hidden + (float)epsilon);
+        for (int64_t i = 0; i < hidden; i++) o[r * hidden + i] = x[r * hidden + i] * inv * w[i];
+    }
+}
+
+TORCH_LIBRARY(opreg_bench_cpp, m) {
+    m.def("rms_norm(Tensor! out, Tensor input, Tensor weight, float epsilon) -> ()");
+    m.impl("rms_norm", c10::DispatchKey::CPU, &anchor_rms_norm);
+}
+"""
+
+
+def timed_loop(f, *a):
+    """run(n): the nanoseconds of n calls f(*a) in a plain for loop."""
+    def run(n):
+        t = time.perf_counter_ns()
+        for _ in range(n):
+            f(*a)
+        return time.perf_counter_ns() - t
+    return run
+
+
+def torch_cases(cases, x, w, out, eps):
+    """Add the torch cases to `cases`; a line saying what this torch offers,
+    or None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    tx, tw, tout = torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(out)
+    rms_norm = opreg.ops._C.rms_norm
+
+    def loop(f):
+        return timed_loop(f, tout, tx, tw, eps)
+
+    cases.append(("rms_norm_torch", loop(rms_norm)))
+    notes = ["torch %s" % torch.__version__,
+             "exchange API" if hasattr(torch.Tensor, "__dlpack_c_exchange_api__") else
+             "no exchange API (__dlpack__)"]
+    import opreg.torch as ot
+    ot.register("_C", target="opreg_bench", ops=["rms_norm"])
+    cases.append(("torch_ops_opreg", loop(torch.ops.opreg_bench.rms_norm)))
+    try:
+        from torch.utils.cpp_extension import load_inline
+        t = time.time()
+        load_inline("opreg_bench_cpp", cpp_sources=[CPP_ANCHOR], functions=None,
+                    is_python_module=False, verbose=False, extra_cflags=["-O2"])
+        check = torch.empty_like(tout)
+        torch.ops.opreg_bench_cpp.rms_norm(check, tx, tw, eps)
+        rms_norm(tout, tx, tw, eps)
+        if not torch.allclose(check, tout, rtol=1e-5, atol=1e-6):
+            raise RuntimeError("the C++ anchor disagrees with opreg's rms_norm")
+        cases.append(("torch_ops_cpp", loop(torch.ops.opreg_bench_cpp.rms_norm)))
+        notes.append("C++ anchor built in %.0f s" % (time.time() - t))
+    except Exception as e:  # noqa: BLE001  (no compiler, no headers: say so)
+        notes.append("no C++ anchor (%s)" % str(e).splitlines()[0][:120])
+    functional = getattr(torch.nn.functional, "rms_norm", None)
+    if functional is not None:
+        shape = (x.shape[-1],)
+        cases.append(("torch_native", lambda n: _loop_native(n, functional, tx, shape, tw, eps)))
+        notes.append("torch_native = F.rms_norm")
+    else:
+        cases.append(("torch_native", lambda n: _loop_mul(n, torch.mul, tx, tw, tout)))
+        notes.append("torch_native = torch.mul(out=)")
+    return ", ".join(notes)
+
+
+def _loop_native(n, f, x, shape, w, eps):
+    t = time.perf_counter_ns()
+    for _ in range(n):
+        f(x, shape, w, eps)
+    return time.perf_counter_ns() - t
+
+
+def _loop_mul(n, f, x, w, out):
+    t = time.perf_counter_ns()
+    for _ in range(n):
+        f(x, w, out=out)
+    return time.perf_counter_ns() - t
 
 
 if __name__ == "__main__":
