@@ -143,11 +143,12 @@ def _cuda_kernel(op, returns):
     def kernel(*args, **kwargs):
         dev = _first_device(args, kwargs)
         index = dev.index if dev.index is not None else torch.cuda.current_device()
+        prev = _opreg.cuda_stream(index)
         _opreg.cuda_set_stream(index, torch.cuda.current_stream(index).cuda_stream)
         try:
             out = op(*args, **kwargs)
         finally:
-            _opreg.cuda_set_stream(index, 0)
+            _opreg.cuda_set_stream(index, prev)  # the thread's own stream, as the binding does
         return to_torch(out) if returns else out
 
     return kernel
