@@ -112,6 +112,7 @@ opreg_status opreg__ref_copy_blocks(const opreg_tensor *const *key_caches, size_
         for (int kv = 0; kv < 2; kv++) {
             size_t bb = block_bytes(c[kv]), step = block_step(c[kv]);
             char *base = opreg__ptr(c[kv]);
+            if (bb == 0) continue; /* empty blocks: data may be NULL */
             for (int64_t i = 0; i < block_mapping->shape[0]; i++)
                 if (p[2 * i] != p[2 * i + 1])
                     memcpy(base + (size_t)p[2 * i + 1] * step, base + (size_t)p[2 * i] * step, bb);
@@ -126,6 +127,7 @@ opreg_status opreg__ref_swap_blocks(const opreg_tensor *src, const opreg_tensor 
     size_t bb;
     p = opreg__ptr(block_mapping);
     bb = block_bytes(src);
+    if (bb == 0) return OPREG_OK; /* empty blocks: data may be NULL */
     for (int64_t i = 0; i < block_mapping->shape[0]; i++)
         memcpy((char *)opreg__ptr(dst) + (size_t)p[2 * i + 1] * block_step(dst),
                (const char *)opreg__ptr(src) + (size_t)p[2 * i] * block_step(src), bb);

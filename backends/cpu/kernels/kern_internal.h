@@ -173,12 +173,13 @@ static inline size_t opreg__cpu_es(int dt) {
     return dt == OPREG_DTYPE_F32 ? 4 : 2;
 }
 
+/* Element @p i of @p p; @p i may be negative (a negative stride). */
 static inline const void *opreg__cpu_at(int dt, const void *p, int64_t i) {
-    return (const char *)p + (size_t)i * opreg__cpu_es(dt);
+    return (const char *)p + (ptrdiff_t)i * (ptrdiff_t)opreg__cpu_es(dt);
 }
 
 static inline void *opreg__cpu_at_mut(int dt, void *p, int64_t i) {
-    return (char *)p + (size_t)i * opreg__cpu_es(dt);
+    return (char *)p + (ptrdiff_t)i * (ptrdiff_t)opreg__cpu_es(dt);
 }
 
 static inline float opreg__cpu_ld(int dt, const void *p, int64_t i) {

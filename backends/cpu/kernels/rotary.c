@@ -29,9 +29,10 @@ static void rotary_portable(const void *args, int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++) {
         int64_t row = a->pos[t] + (a->offsets ? a->offsets[t] : 0);
         const void *cs = opreg__cpu_at(dt, a->cache, row * a->rot_dim);
-        rotate_heads(dt, opreg__cpu_at_mut(dt, a->q, t * a->q_stride), a->nq, a->head_size, cs,
-                     a->rot_dim, a->neox);
-        if (a->k)
+        if (a->nq) /* no heads: q may be NULL */
+            rotate_heads(dt, opreg__cpu_at_mut(dt, a->q, t * a->q_stride), a->nq, a->head_size, cs,
+                         a->rot_dim, a->neox);
+        if (a->k && a->nk)
             rotate_heads(dt, opreg__cpu_at_mut(dt, a->k, t * a->k_stride), a->nk, a->head_size, cs,
                          a->rot_dim, a->neox);
     }

@@ -53,6 +53,7 @@ AI void gptj_head(int dt, void *e, const float *cc, const float *ss, int64_t rot
 
 AI void rope_heads(int dt, const struct opreg__rope_args *a, void *base, int64_t stride,
                    int64_t heads, int64_t t, const void *cs, const float *cc, const float *ss) {
+    if (heads <= 0) return; /* no heads: base may be NULL */
     void *row = opreg__cpu_at_mut(dt, base, t * stride);
     for (int64_t h = 0; h < heads; h++) {
         void *e = opreg__cpu_at_mut(dt, row, h * a->head_size);
