@@ -21,6 +21,7 @@ there the Meta kernel is registered for the Meta key instead, and the
 namespace must not exist yet in torch (1.13 has no library fragments).
 """
 
+import os
 import threading
 
 import torch
@@ -28,7 +29,15 @@ import torch
 import opreg
 from opreg import _opreg
 
-__all__ = ["Registration", "register", "registrations", "to_torch"]
+__all__ = [
+    "Registration",
+    "openmp_library",
+    "register",
+    "registrations",
+    "share_threads",
+    "shared_threads",
+    "to_torch",
+]
 
 # opreg's dtype names and torch's dtypes (those this torch has).
 _DTYPE_PAIRS = (
@@ -68,6 +77,60 @@ def to_torch(value):
     if isinstance(value, list):
         return [to_torch(v) for v in value]
     return value
+
+
+def openmp_library():
+    """The path of the OpenMP runtime that torch runs its intra-op threads
+    on, as this process has loaded it (libgomp, libiomp5 or libomp), or None
+    when torch was built without OpenMP or the runtime is not found."""
+    openmp = getattr(torch.backends, "openmp", None)
+    if openmp is not None and not openmp.is_available():
+        return None
+    found = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split(None, 5)[-1].strip()
+                if os.path.basename(path).startswith(("libgomp", "libiomp5", "libomp")):
+                    if path not in found:
+                        found.append(path)
+    except OSError:
+        return None
+    # torch's own copy (a wheel's torch/lib or torch.libs) before any other.
+    home = os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__)))
+    found.sort(key=lambda p: not p.startswith(home))
+    return found[0] if found else None
+
+
+def share_threads(enable=True):
+    """Run opreg's CPU loops on torch's intra-op OpenMP team instead of on
+    opreg's own pool, so that the two never compete for the same cores
+    (docs/python.md, "Threads and the interpreter lock"). The team's width
+    is ``torch.get_num_threads()`` now: call again after
+    ``torch.set_num_threads``, and only while no opreg op runs.
+    ``share_threads(False)`` gives opreg its own pool back. Returns the
+    OpenMP library's path (None when disabling); raises :class:`opreg.Error`
+    when torch has no OpenMP runtime loaded."""
+    global _shared
+    if not enable:
+        _opreg.share_openmp(None)
+        _shared = None
+        return None
+    path = openmp_library()
+    if path is None:
+        raise opreg.Error("torch %s runs no OpenMP runtime that opreg could share" % torch.__version__)
+    _opreg.share_openmp(path, torch.get_num_threads())
+    _shared = path
+    return path
+
+
+def shared_threads():
+    """The OpenMP library whose team opreg's CPU loops run on now (see
+    :func:`share_threads`), or None while opreg runs its own pool."""
+    return _shared
+
+
+_shared = None
 
 
 def _like(value, device):
@@ -209,17 +272,22 @@ def registrations():
         return dict(_registrations)
 
 
-def register(namespace="_C", target=None, ops=None):
+def register(namespace="_C", target=None, ops=None, threads="torch"):
     """Define the ops of opreg's ``namespace`` in torch's dispatcher, under
     ``target`` (default: the same name; pass another one when the program
     already owns that torch namespace). ``ops``: the op names to register
     (``"rms_norm"``, ``"add.out"``), default all of the namespace.
+    ``threads``: ``"torch"`` (the default) runs opreg's CPU loops on torch's
+    OpenMP team from now on, as :func:`share_threads` does, where torch has
+    one; ``"own"`` leaves opreg on its own pool.
 
     Returns a :class:`Registration`. Registering the same namespace into the
     same target again returns the first registration. Raises
     :class:`opreg.Error` naming every op that torch already defines under
     that target (nothing is registered then), or for a name that opreg does
     not have."""
+    if threads not in ("torch", "own"):
+        raise ValueError("register: threads must be 'torch' or 'own', not %r" % (threads,))
     target = target or namespace
     with _lock:
         done = _registrations.get(target)
@@ -257,6 +325,8 @@ def register(namespace="_C", target=None, ops=None):
         _registrations[target] = reg
         for tname, oname in reg.ops.items():
             opreg._torch_aliases[tname] = oname
+        if threads == "torch" and _shared is None and openmp_library() is not None:
+            share_threads()
         return reg
 
 

@@ -250,6 +250,13 @@ PyObject *opreg__py_meta_tensor(PyObject *m, PyObject *args, PyObject *kwargs);
  * `opreg run` would build for the op, as Python values. */
 PyObject *opreg__py_example_inputs(PyObject *m, PyObject *args, PyObject *kwargs);
 
+/* ---- an OpenMP runtime lent to opreg (openmp.c) ---------------------------- */
+
+/* share_openmp(library, threads): opreg's CPU kernels run their loops on the
+ * OpenMP team of `library` (already loaded), `threads` wide; None as the
+ * library gives opreg its own pool back. */
+PyObject *opreg__py_share_openmp(PyObject *m, PyObject *args);
+
 /* ---- ops (op.c) ------------------------------------------------------------------ */
 
 /* Create the type opreg._opreg.Op. -1 with an exception on failure. */

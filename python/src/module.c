@@ -208,6 +208,11 @@ static PyMethodDef module_methods[] = {
       "0 restores the default (OPREG_NUM_THREADS, else the CPUs the process may use)." },
     { "get_num_threads", py_get_num_threads, METH_NOARGS,
       "get_num_threads() -> int\nThe number of threads opreg's CPU kernels use." },
+    { "share_openmp", opreg__py_share_openmp, METH_VARARGS,
+      "share_openmp(library, threads)\n"
+      "Run opreg's CPU loops on the OpenMP team of `library` (a path of an OpenMP runtime\n"
+      "this process has loaded, e.g. PyTorch's libgomp), `threads` wide, instead of on\n"
+      "opreg's own pool; share_openmp(None) gives opreg its own pool back." },
     { "version", py_version, METH_NOARGS, "version() -> str\nopreg's run-time version." },
     { "meta_tensor", (PyCFunction)(void (*)(void))opreg__py_meta_tensor,
       METH_VARARGS | METH_KEYWORDS,

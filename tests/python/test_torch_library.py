@@ -165,6 +165,51 @@ def t_eager_rms_norm_reference():
         check("expected size 96 in dim 0, got 95" in str(e), "opreg's message reaches torch: %s" % e)
 
 
+def t_share_threads():
+    lib = opreg.torch.openmp_library()
+    if lib is None:
+        skip("torch's OpenMP team", "torch %s runs no OpenMP runtime" % torch.__version__)
+        return
+    check(opreg.torch.shared_threads() == lib, "register() put opreg on torch's team (%s)" % lib)
+    check(opreg.torch.share_threads(False) is None, "share_threads(False) returns None")
+    check(opreg.torch.shared_threads() is None, "opreg runs its own pool again")
+    x = torch.randn(2048, 4096)  # 64 MiB moved: the kernel splits its rows
+    w = torch.rand(4096) + 0.5
+    gate = torch.randn(512, 2 * 4096)
+    own_norm, own_act = torch.empty_like(x), torch.empty(512, 4096)
+    torch.ops._C.rms_norm(own_norm, x, w, 1e-6)
+    torch.ops._C.silu_and_mul(own_act, gate)
+    own_width, torch_width = opreg.get_num_threads(), torch.get_num_threads()
+    for width in sorted({1, 2, torch_width}):
+        torch.set_num_threads(width)
+        check(opreg.torch.share_threads() == lib, "share_threads names %s" % lib)
+        check(opreg.get_num_threads() == width,
+              "opreg is %d wide on torch's team of %d" % (opreg.get_num_threads(), width))
+        norm, act = torch.empty_like(x), torch.empty(512, 4096)
+        torch.ops._C.rms_norm(norm, x, w, 1e-6)
+        opreg.ops._C.silu_and_mul(act, gate)  # opreg's own call path too
+        check(torch.equal(norm, own_norm), "rms_norm on torch's team of %d" % width)
+        check(torch.equal(act, own_act), "silu_and_mul on torch's team of %d" % width)
+    torch.set_num_threads(torch_width)
+    check(opreg.torch.share_threads(False) is None, "share_threads(False) returns None")
+    check(opreg.get_num_threads() == own_width, "opreg's own pool is back")
+    torch.ops._C.rms_norm(norm, x, w, 1e-6)
+    check(torch.equal(norm, own_norm), "rms_norm on opreg's pool again")
+    libc = next((line.split()[-1] for line in open("/proc/self/maps")
+                 if os.path.basename(line.split()[-1]).startswith("libc.so")), None)
+    for path, threads, want in (("/nonexistent/libgomp.so.1", 2, "is not loaded in this process"),
+                                (libc, 2, "is not an OpenMP runtime"),
+                                (lib, 0, "threads must be 1 to")):
+        if path is None:
+            continue
+        try:
+            opreg._opreg.share_openmp(path, threads)
+            check(False, "share_openmp(%s, %d) is refused" % (path, threads))
+        except ValueError as e:
+            check(want in str(e), "share_openmp(%s, %d): %s" % (path, threads, e))
+    check(opreg.get_num_threads() == own_width, "a refusal leaves opreg's pool in place")
+
+
 def t_linear_returns():
     x, w, b = torch.randn(3, 16), torch.randn(8, 16), torch.randn(8)
     y = torch.ops._C.linear(x, w, b)
@@ -280,6 +325,12 @@ def t_conflicts():
         check(False, "an empty namespace is refused")
     except opreg.Error as e:
         check("no_such_namespace" in str(e), "the namespace is named: %s" % e)
+    try:
+        opreg.torch.register("_C", target="opreg_threads", threads="both")
+        check(False, "threads='both' is refused")
+    except ValueError as e:
+        check("'torch' or 'own'" in str(e), "the choices are named: %s" % e)
+    check("opreg_threads" not in opreg.torch.registrations(), "nothing registered on a bad threads")
     globals()["_keep2"] = lib
 
 
@@ -415,6 +466,7 @@ run("the registration", t_registration)
 run("every op through torch.ops equals opreg's own call", t_eager_every_op)
 run("rms_norm through torch.ops, and a refusal", t_eager_rms_norm_reference)
 run("linear returns torch tensors", t_linear_returns)
+run("opreg's loops on torch's OpenMP team", t_share_threads)
 run("fake (or Meta) kernels of every op", t_fake_kernels)
 run("names: aliases, torch-only ops", t_names)
 run("conflicts and bad requests", t_conflicts)
