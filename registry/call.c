@@ -171,9 +171,119 @@ static size_t list_len_without_items(const opreg_value *v) {
     }
 }
 
+/* ---- lists and tuples of values ---------------------------------------------- */
+
+struct nest {
+    const struct opreg__plan *p;
+    uint32_t arg;
+    char path[96]; /* "[2][0]": where in the argument the value sits */
+    size_t used;
+};
+
+static opreg_status nest_fail(const struct nest *n, opreg_status st, const char *what) {
+    const struct opreg__arg *a = &n->p->args[n->arg];
+    return opreg__fail(st, "%s: argument '%s' (%s)%s%s: %s", n->p->op_name, a->name, a->type_text,
+                       n->used ? " item " : "", n->path, what);
+}
+
+static opreg_status nest_mismatch(const struct nest *n, const opreg_type *t, const opreg_value *v) {
+    char want[64], what[160];
+    if (t)
+        opreg_type_format(t, want, sizeof want);
+    else
+        snprintf(want, sizeof want, "Any");
+    snprintf(what, sizeof what, "expected a value of type %s but got %s", want,
+             v->kind <= OPREG_VALUE_TUPLE ? opreg_value_kind_name((opreg_value_kind)v->kind)
+                                          : "a value of no kind");
+    return nest_fail(n, OPREG_ERR_TYPE_MISMATCH, what);
+}
+
+static opreg_status check_items(struct nest *n, const opreg_type *elem, const opreg_value *items,
+                                size_t len, const opreg_type *tuple, int depth);
+
+/* Check value @p v against type @p t (NULL for `Any`: its structure only). */
+static opreg_status check_nested(struct nest *n, const opreg_type *t, const opreg_value *v,
+                                 int depth) {
+    if (depth > OPREG__MAX_NESTING)
+        return nest_fail(n, OPREG_ERR_INVALID_ARGUMENT, "lists and tuples nest too deep");
+    uint8_t optional = 0, elem_optional = 0;
+    uint8_t want = t ? opreg__kind_of_type(t, &optional, &elem_optional) : OPREG__KIND_ANY;
+    if (v->kind == OPREG_VALUE_NONE && (optional || want == OPREG__KIND_ANY)) return OPREG_OK;
+    if (want == OPREG__KIND_SCALAR &&
+        (v->kind == OPREG_VALUE_INT || v->kind == OPREG_VALUE_FLOAT || v->kind == OPREG_VALUE_BOOL))
+        return OPREG_OK;
+    if (want == OPREG__KIND_ANY ? v->kind > OPREG_VALUE_TUPLE : v->kind != want)
+        return nest_mismatch(n, t, v);
+    if (t && opreg_type_get_kind(t) == OPREG_TYPE_OPTIONAL) t = opreg_type_element(t, 0);
+    char what[96];
+    switch (v->kind) {
+    case OPREG_VALUE_STR:
+        if (!v->u.s.ptr) return nest_fail(n, OPREG_ERR_INVALID_ARGUMENT, "the str is NULL");
+        return OPREG_OK;
+    case OPREG_VALUE_TENSOR:
+        if (!v->u.tensor) return nest_fail(n, OPREG_ERR_INVALID_ARGUMENT, "a NULL tensor");
+        return OPREG_OK;
+    case OPREG_VALUE_TENSOR_LIST:
+    case OPREG_VALUE_INT_LIST:
+    case OPREG_VALUE_FLOAT_LIST:
+    case OPREG_VALUE_BOOL_LIST:
+    case OPREG_VALUE_STR_LIST:
+        /* The payloads share one layout: an item pointer, then a length. */
+        if (v->u.ints.len && !v->u.ints.items) {
+            snprintf(what, sizeof what, "%zu items but a NULL item array", v->u.ints.len);
+            return nest_fail(n, OPREG_ERR_INVALID_ARGUMENT, what);
+        }
+        if (v->kind == OPREG_VALUE_STR_LIST)
+            for (size_t j = 0; j < v->u.strs.len; j++)
+                if (!v->u.strs.items[j].ptr && v->u.strs.items[j].len) {
+                    snprintf(what, sizeof what, "str item %zu has %zu bytes but a NULL pointer", j,
+                             v->u.strs.items[j].len);
+                    return nest_fail(n, OPREG_ERR_INVALID_ARGUMENT, what);
+                }
+        return OPREG_OK;
+    case OPREG_VALUE_LIST:
+    case OPREG_VALUE_TUPLE:
+        if (v->u.list.len && !v->u.list.items) {
+            snprintf(what, sizeof what, "%zu items but a NULL item array", v->u.list.len);
+            return nest_fail(n, OPREG_ERR_INVALID_ARGUMENT, what);
+        }
+        if (v->kind == OPREG_VALUE_TUPLE && t && v->u.list.len != opreg_type_num_elements(t)) {
+            snprintf(what, sizeof what, "a tuple of %zu values, for a tuple type of %zu",
+                     v->u.list.len, opreg_type_num_elements(t));
+            return nest_fail(n, OPREG_ERR_TYPE_MISMATCH, what);
+        }
+        return check_items(n, t && v->kind == OPREG_VALUE_LIST ? opreg_type_element(t, 0) : NULL,
+                           v->u.list.items, v->u.list.len,
+                           t && v->kind == OPREG_VALUE_TUPLE ? t : NULL, depth);
+    default:
+        return OPREG_OK;
+    }
+}
+
+/* Each item of a list (of element type @p elem) or of a tuple (of type
+ * @p tuple), with its place added to the path. NULL types: `Any`. */
+static opreg_status check_items(struct nest *n, const opreg_type *elem, const opreg_value *items,
+                                size_t len, const opreg_type *tuple, int depth) {
+    size_t used = n->used;
+    for (size_t j = 0; j < len; j++) {
+        int m = snprintf(n->path + used, sizeof n->path - used, "[%zu]", j);
+        n->used = used + (m > 0 && (size_t)m < sizeof n->path - used ? (size_t)m : 0);
+        OPREG__TRY(
+            check_nested(n, tuple ? opreg_type_element(tuple, j) : elem, &items[j], depth + 1));
+    }
+    n->used = used;
+    n->path[used] = '\0';
+    return OPREG_OK;
+}
+
 NOINLINE static opreg_status check_arg(const struct opreg__plan *p, uint32_t i,
                                        const opreg_value *v) {
     uint32_t want = p->args[i].kind;
+    if ((want >= OPREG_VALUE_STR_LIST && want <= OPREG_VALUE_TUPLE) || want == OPREG__KIND_ANY) {
+        struct nest n = { p, i, "", 0 };
+        if (want == OPREG__KIND_ANY) return check_nested(&n, NULL, v, 0);
+        return check_nested(&n, p->args[i].type, v, 0);
+    }
     /* OPREG__KIND_SCALAR and _UNSUPPORTED are expectations, never the kind
      * of a value: a value that claims one is of no kind at all. */
     if (v->kind == want && want <= OPREG_VALUE_DEVICE) {

@@ -25,6 +25,9 @@
 /* Expected kinds beyond opreg_value_kind, for argument checks. */
 #define OPREG__KIND_SCALAR      100 /* `Scalar`: an int, float or bool value */
 #define OPREG__KIND_UNSUPPORTED 101 /* a type that values cannot carry */
+#define OPREG__KIND_ANY         102 /* `Any`: a value of any kind */
+/* How deep lists and tuples may nest in an argument's type or value. */
+#define OPREG__MAX_NESTING 32
 
 /* A retired object waiting for opreg_registry_reclaim(). The node lives in
  * the object it retires (tables, plans, name tables, registrations), so
@@ -47,8 +50,9 @@ struct opreg__arg {
     uint8_t write;         /* Tensor!: the tensor must not be read-only */
     uint8_t kwarg_only;
     uint8_t has_default;
-    char type_text[30]; /* the schema spelling, for messages */
-    opreg_value def;    /* the default, when has_default */
+    char type_text[30];     /* the schema spelling, for messages */
+    opreg_value def;        /* the default, when has_default */
+    const opreg_type *type; /* its type, for lists and tuples (owned by the schema) */
 };
 
 /* Everything a call needs to know about an op's arguments. */
@@ -68,6 +72,9 @@ struct opreg__plan {
 
 opreg_status opreg__plan_build(struct opreg__plan **out, const opreg_schema *schema,
                                const char *op_name);
+/* The value kind a type expects (an opreg_value_kind or OPREG__KIND_*), with
+ * whether it is optional (`T?`) and, for `Tensor?[]`, its items. */
+uint8_t opreg__kind_of_type(const opreg_type *t, uint8_t *optional, uint8_t *elem_optional);
 
 /* ---- dispatch tables (resolve.c) ----------------------------------------- */
 

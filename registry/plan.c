@@ -35,6 +35,29 @@ static uint8_t leaf_kind(opreg_type_kind k) {
     }
 }
 
+/* Whether values of type @p t can sit inside a list or a tuple value: any
+ * type but tensors (which would escape the device check) and the types no
+ * value carries. */
+static bool nestable(const opreg_type *t, int depth) {
+    if (depth > OPREG__MAX_NESTING) return false;
+    opreg_type_kind k = opreg_type_get_kind(t);
+    switch (k) {
+    case OPREG_TYPE_OPTIONAL:
+    case OPREG_TYPE_LIST:
+        return nestable(opreg_type_element(t, 0), depth + 1);
+    case OPREG_TYPE_TUPLE:
+        for (size_t i = 0; i < opreg_type_num_elements(t); i++)
+            if (!nestable(opreg_type_element(t, i), depth + 1)) return false;
+        return true;
+    case OPREG_TYPE_ANY:
+        return true;
+    default: {
+        uint8_t leaf = leaf_kind(k);
+        return leaf != OPREG_VALUE_TENSOR && leaf != OPREG__KIND_UNSUPPORTED;
+    }
+    }
+}
+
 static uint8_t list_kind(const opreg_type *elem, uint8_t *elem_optional) {
     opreg_type_kind k = opreg_type_get_kind(elem);
     if (k == OPREG_TYPE_OPTIONAL &&
@@ -51,31 +74,30 @@ static uint8_t list_kind(const opreg_type *elem, uint8_t *elem_optional) {
         return OPREG_VALUE_FLOAT_LIST;
     case OPREG_VALUE_BOOL:
         return OPREG_VALUE_BOOL_LIST;
+    case OPREG_VALUE_STR:
+        return OPREG_VALUE_STR_LIST;
     default:
-        return OPREG__KIND_UNSUPPORTED;
+        return nestable(elem, 1) ? OPREG_VALUE_LIST : OPREG__KIND_UNSUPPORTED;
     }
 }
 
-/* Short schema spelling of a type, for messages ("Tensor?[]", "int[2]"). */
-static size_t spell(const opreg_type *t, char *buf, size_t cap) {
-    opreg_type_kind k = opreg_type_get_kind(t);
-    size_t n = 0;
-    if (k == OPREG_TYPE_LIST || k == OPREG_TYPE_OPTIONAL) {
-        n = spell(opreg_type_element(t, 0), buf, cap);
-        int64_t size = opreg_type_list_size(t);
-        char tail[24];
-        if (k == OPREG_TYPE_OPTIONAL)
-            snprintf(tail, sizeof tail, "?");
-        else if (size >= 0)
-            snprintf(tail, sizeof tail, "[%lld]", (long long)size);
-        else
-            snprintf(tail, sizeof tail, "[]");
-        int m = snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s", tail);
-        return n + (size_t)(m > 0 ? m : 0);
+uint8_t opreg__kind_of_type(const opreg_type *t, uint8_t *optional, uint8_t *elem_optional) {
+    *optional = 0;
+    *elem_optional = 0;
+    if (opreg_type_get_kind(t) == OPREG_TYPE_OPTIONAL) {
+        *optional = 1;
+        t = opreg_type_element(t, 0);
     }
-    const char *name = opreg_type_name(t);
-    int m = snprintf(buf, cap, "%s", name ? name : "(composite type)");
-    return m > 0 ? (size_t)m : 0;
+    switch (opreg_type_get_kind(t)) {
+    case OPREG_TYPE_LIST:
+        return list_kind(opreg_type_element(t, 0), elem_optional);
+    case OPREG_TYPE_TUPLE:
+        return nestable(t, 0) ? OPREG_VALUE_TUPLE : OPREG__KIND_UNSUPPORTED;
+    case OPREG_TYPE_ANY:
+        return OPREG__KIND_ANY;
+    default:
+        return leaf_kind(opreg_type_get_kind(t));
+    }
 }
 
 /* Number of 8-byte pool slots a default list needs. */
@@ -194,14 +216,7 @@ opreg_status opreg__plan_build(struct opreg__plan **out, const opreg_schema *sch
     uint8_t kinds[OPREG__MAX_ARGS], elem_opt[OPREG__MAX_ARGS] = { 0 }, opt[OPREG__MAX_ARGS] = { 0 };
     for (size_t i = 0; i < nargs; i++) {
         const opreg_argument *a = opreg_schema_argument(schema, i);
-        const opreg_type *t = opreg_argument_type(a);
-        if (opreg_type_get_kind(t) == OPREG_TYPE_OPTIONAL) {
-            opt[i] = 1;
-            t = opreg_type_element(t, 0);
-        }
-        kinds[i] = opreg_type_get_kind(t) == OPREG_TYPE_LIST
-                       ? list_kind(opreg_type_element(t, 0), &elem_opt[i])
-                       : leaf_kind(opreg_type_get_kind(t));
+        kinds[i] = opreg__kind_of_type(opreg_argument_type(a), &opt[i], &elem_opt[i]);
         npool += pool_need(a, kinds[i]);
     }
     struct opreg__plan *p = calloc(1, sizeof *p + nargs * sizeof(struct opreg__arg) + npool * 8);
@@ -220,12 +235,13 @@ opreg_status opreg__plan_build(struct opreg__plan **out, const opreg_schema *sch
         arg->name = opreg_argument_name(a);
         arg->name_len = (uint32_t)strlen(arg->name);
         arg->kind = kinds[i];
+        arg->type = opreg_argument_type(a);
         p->want[i] = kinds[i];
         arg->optional = opt[i];
         arg->elem_optional = elem_opt[i];
         arg->write = opreg_argument_is_write(a);
         arg->kwarg_only = opreg_argument_is_kwarg_only(a);
-        spell(opreg_argument_type(a), arg->type_text, sizeof arg->type_text);
+        opreg_type_format(opreg_argument_type(a), arg->type_text, sizeof arg->type_text);
         if (!arg->kwarg_only)
             p->npositional++;
         else
@@ -244,7 +260,8 @@ opreg_status opreg__plan_build(struct opreg__plan **out, const opreg_schema *sch
 }
 
 _Static_assert(OPREG__KIND_SCALAR == OPREG_ARG_KIND_SCALAR &&
-                   OPREG__KIND_UNSUPPORTED == OPREG_ARG_KIND_UNSUPPORTED,
+                   OPREG__KIND_UNSUPPORTED == OPREG_ARG_KIND_UNSUPPORTED &&
+                   OPREG__KIND_ANY == OPREG_ARG_KIND_ANY,
                "the plan's extra kinds are the public ones");
 
 /* The N of `int[N]` (or of its optional form), -1 for any other type. Read
@@ -285,6 +302,7 @@ opreg_status opreg_op_arg_plan(opreg_arg_plan *out, const opreg_op *op, size_t i
         r.has_default = a->has_default;
         r.default_value = a->has_default ? a->def : opreg_none();
         r.schema = p->schema;
+        r.type = a->type;
     }
     r.struct_size = (uint32_t)size;
     memcpy(out, &r, size);

@@ -112,4 +112,6 @@ const opreg_host opreg__plugin_host = {
     .check_args = host_check_args,
     .plugin_path = host_plugin_path,
     .library_provider = opreg_library_provider,
+    .value_pack = opreg_value_pack,
+    .value_release = opreg_value_release,
 };

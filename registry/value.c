@@ -1,6 +1,10 @@
-/* Values: kind names and the one constructor that is not inline. */
+/* Values: kind names, the one constructor that is not inline, and owned
+ * values: opreg_value_pack() copies a value's strings, lists and tuples into
+ * one allocation (a kernel's return), opreg_value_release() frees it with
+ * the tensors it took. */
 #include "registry/internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const char *opreg_value_kind_name(opreg_value_kind kind) {
@@ -29,6 +33,12 @@ const char *opreg_value_kind_name(opreg_value_kind kind) {
         return "ScalarType";
     case OPREG_VALUE_DEVICE:
         return "Device";
+    case OPREG_VALUE_STR_LIST:
+        return "str[]";
+    case OPREG_VALUE_LIST:
+        return "list";
+    case OPREG_VALUE_TUPLE:
+        return "tuple";
     }
     return "?";
 }
@@ -38,4 +48,229 @@ opreg_value opreg_str_value(const char *s) {
     v.u.s.ptr = s;
     v.u.s.len = s ? strlen(s) : 0;
     return v;
+}
+
+/* ---- owned values --------------------------------------------------------- */
+
+#define MAX_DEPTH 32
+
+static size_t round8(size_t n) {
+    return (n + 7) & ~(size_t)7;
+}
+
+/* Add to *need the bytes that the payload of @p v takes in a packed block
+ * (nothing for kinds whose payload is inline). */
+static opreg_status measure(const opreg_value *v, int depth, size_t *need) {
+    if (depth > MAX_DEPTH)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                           "opreg_value_pack: lists and tuples nest deeper than %d", MAX_DEPTH);
+    size_t len = 0, item_size = 0;
+    const void *items = NULL;
+    switch (v->kind) {
+    case OPREG_VALUE_NONE:
+    case OPREG_VALUE_TENSOR:
+    case OPREG_VALUE_INT:
+    case OPREG_VALUE_FLOAT:
+    case OPREG_VALUE_BOOL:
+    case OPREG_VALUE_SCALAR_TYPE:
+    case OPREG_VALUE_DEVICE:
+        return OPREG_OK;
+    case OPREG_VALUE_STR:
+        len = v->u.s.len, items = v->u.s.ptr, item_size = 1;
+        if (items || !len) {
+            *need += round8(len + 1);
+            return OPREG_OK;
+        }
+        break;
+    case OPREG_VALUE_TENSOR_LIST:
+        len = v->u.tensors.len, items = v->u.tensors.items, item_size = sizeof(DLTensor *);
+        break;
+    case OPREG_VALUE_INT_LIST:
+        len = v->u.ints.len, items = v->u.ints.items, item_size = sizeof(int64_t);
+        break;
+    case OPREG_VALUE_FLOAT_LIST:
+        len = v->u.floats.len, items = v->u.floats.items, item_size = sizeof(double);
+        break;
+    case OPREG_VALUE_BOOL_LIST:
+        len = v->u.bools.len, items = v->u.bools.items, item_size = sizeof(bool);
+        break;
+    case OPREG_VALUE_STR_LIST:
+        len = v->u.strs.len, items = v->u.strs.items;
+        if (!items && len) break;
+        *need += round8(sizeof(opreg_str) * len);
+        for (size_t i = 0; i < len; i++) {
+            const opreg_str *x = &v->u.strs.items[i];
+            if (!x->ptr && x->len)
+                return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                                   "opreg_value_pack: str[] item %zu has %zu bytes but a NULL "
+                                   "pointer",
+                                   i, x->len);
+            *need += round8(x->len + 1);
+        }
+        return OPREG_OK;
+    case OPREG_VALUE_LIST:
+    case OPREG_VALUE_TUPLE:
+        len = v->u.list.len, items = v->u.list.items;
+        if (!items && len) break;
+        *need += round8(sizeof(opreg_value) * len);
+        for (size_t i = 0; i < len; i++)
+            OPREG__TRY(measure(&v->u.list.items[i], depth + 1, need));
+        return OPREG_OK;
+    default:
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_value_pack: %u is not a value kind",
+                           v->kind);
+    }
+    if (!items && len)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
+                           "opreg_value_pack: a %s value has %zu items but a NULL item array",
+                           opreg_value_kind_name((opreg_value_kind)v->kind), len);
+    *need += round8(item_size * len);
+    return OPREG_OK;
+}
+
+/* Copy @p in's payload to *at (advancing it), as measure() sized it. */
+static void fill(opreg_value *out, const opreg_value *in, char **at) {
+    *out = *in;
+    out->flags = 0;
+    switch (in->kind) {
+    case OPREG_VALUE_STR: {
+        char *s = *at;
+        if (in->u.s.len) memcpy(s, in->u.s.ptr, in->u.s.len);
+        s[in->u.s.len] = '\0';
+        out->u.s.ptr = s;
+        *at += round8(in->u.s.len + 1);
+        return;
+    }
+    case OPREG_VALUE_TENSOR_LIST:
+    case OPREG_VALUE_INT_LIST:
+    case OPREG_VALUE_FLOAT_LIST:
+    case OPREG_VALUE_BOOL_LIST: {
+        size_t size = in->kind == OPREG_VALUE_TENSOR_LIST ? sizeof(DLTensor *)
+                      : in->kind == OPREG_VALUE_BOOL_LIST ? sizeof(bool)
+                                                          : 8;
+        size_t n = in->u.ints.len * size;
+        if (n) memcpy(*at, in->u.ints.items, n);
+        out->u.ints.items = (const int64_t *)(const void *)*at;
+        *at += round8(n);
+        return;
+    }
+    case OPREG_VALUE_STR_LIST: {
+        opreg_str *items = (opreg_str *)(void *)*at;
+        *at += round8(sizeof(opreg_str) * in->u.strs.len);
+        for (size_t i = 0; i < in->u.strs.len; i++) {
+            const opreg_str *x = &in->u.strs.items[i];
+            char *s = *at;
+            if (x->len) memcpy(s, x->ptr, x->len);
+            s[x->len] = '\0';
+            items[i].ptr = s;
+            items[i].len = x->len;
+            *at += round8(x->len + 1);
+        }
+        out->u.strs.items = items;
+        return;
+    }
+    case OPREG_VALUE_LIST:
+    case OPREG_VALUE_TUPLE: {
+        opreg_value *items = (opreg_value *)(void *)*at;
+        *at += round8(sizeof(opreg_value) * in->u.list.len);
+        for (size_t i = 0; i < in->u.list.len; i++)
+            fill(&items[i], &in->u.list.items[i], at);
+        out->u.list.items = items;
+        return;
+    }
+    default:
+        return; /* inline payloads: copied with *out = *in */
+    }
+}
+
+/* The kinds whose payload lives in a packed block (even an empty one). */
+static bool has_block(uint32_t kind) {
+    return kind == OPREG_VALUE_STR || kind == OPREG_VALUE_TENSOR_LIST ||
+           kind == OPREG_VALUE_INT_LIST || kind == OPREG_VALUE_FLOAT_LIST ||
+           kind == OPREG_VALUE_BOOL_LIST || kind == OPREG_VALUE_STR_LIST ||
+           kind == OPREG_VALUE_LIST || kind == OPREG_VALUE_TUPLE;
+}
+
+opreg_status opreg_value_pack(opreg_value *out, const opreg_value *in) {
+    if (!out || !in) {
+        if (out) *out = opreg_none();
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_value_pack: %s is NULL",
+                           out ? "in" : "out");
+    }
+    size_t need = 0;
+    opreg_status st = measure(in, 0, &need);
+    if (st != OPREG_OK) {
+        *out = opreg_none();
+        return st;
+    }
+    if (!has_block(in->kind)) {
+        *out = *in; /* a tensor, a scalar or None: nothing to copy */
+        out->flags = 0;
+        return OPREG_OK;
+    }
+    char *block = malloc(need ? need : 1);
+    if (!block) {
+        *out = opreg_none();
+        return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "opreg_value_pack: out of memory (%zu bytes)",
+                           need);
+    }
+    char *at = block;
+    opreg_value v;
+    fill(&v, in, &at);
+    v.flags = OPREG_VALUE_OWNED;
+    *out = v;
+    return OPREG_OK;
+}
+
+/* Free the tensors that a packed value took. */
+static void free_tensors(const opreg_value *v) {
+    switch (v->kind) {
+    case OPREG_VALUE_TENSOR:
+        opreg_tensor_free(v->u.tensor);
+        return;
+    case OPREG_VALUE_TENSOR_LIST:
+        for (size_t i = 0; i < v->u.tensors.len; i++)
+            opreg_tensor_free(v->u.tensors.items[i]);
+        return;
+    case OPREG_VALUE_LIST:
+    case OPREG_VALUE_TUPLE:
+        for (size_t i = 0; i < v->u.list.len; i++)
+            free_tensors(&v->u.list.items[i]);
+        return;
+    default:
+        return;
+    }
+}
+
+/* Where a packed value's block starts: its outermost payload. */
+static void *block_of(const opreg_value *v) {
+    const void *p;
+    switch (v->kind) {
+    case OPREG_VALUE_STR:
+        p = v->u.s.ptr;
+        break;
+    case OPREG_VALUE_STR_LIST:
+        p = v->u.strs.items;
+        break;
+    case OPREG_VALUE_LIST:
+    case OPREG_VALUE_TUPLE:
+        p = v->u.list.items;
+        break;
+    default:
+        p = v->u.ints.items; /* the numeric and tensor lists share the layout */
+        break;
+    }
+    return (void *)(uintptr_t)p;
+}
+
+void opreg_value_release(opreg_value *v) {
+    if (!v) return;
+    if (v->kind == OPREG_VALUE_TENSOR) {
+        opreg_tensor_free(v->u.tensor);
+    } else if ((v->flags & OPREG_VALUE_OWNED) && has_block(v->kind)) {
+        free_tensors(v);
+        /* The block starts with the payload of the outermost value. */
+        free(block_of(v));
+    }
+    *v = opreg_none();
 }

@@ -2,6 +2,7 @@
 #include "schemas/internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,48 @@ const char *opreg_type_name(const opreg_type *t) {
 }
 const opreg_alias *opreg_type_alias(const opreg_type *t) {
     return t->alias;
+}
+
+/* Append @p text at offset @p n of @p buf (cut at @p cap); n plus its length. */
+static size_t put(char *buf, size_t cap, size_t n, const char *text) {
+    size_t len = strlen(text);
+    if (buf && n < cap) {
+        size_t room = cap - n - 1, m = len < room ? len : room;
+        memcpy(buf + n, text, m);
+        buf[n + m] = '\0';
+    }
+    return n + len;
+}
+
+static size_t format_at(const opreg_type *t, char *buf, size_t cap, size_t n) {
+    opreg_type_kind k = opreg_type_get_kind(t);
+    if (k == OPREG_TYPE_LIST || k == OPREG_TYPE_OPTIONAL) {
+        n = format_at(opreg_type_element(t, 0), buf, cap, n);
+        char tail[24] = "?";
+        if (k == OPREG_TYPE_LIST) {
+            int64_t size = opreg_type_list_size(t);
+            if (size >= 0)
+                snprintf(tail, sizeof tail, "[%lld]", (long long)size);
+            else
+                snprintf(tail, sizeof tail, "[]");
+        }
+        return put(buf, cap, n, tail);
+    }
+    if (k == OPREG_TYPE_TUPLE) {
+        n = put(buf, cap, n, "(");
+        for (size_t i = 0; i < opreg_type_num_elements(t); i++) {
+            if (i) n = put(buf, cap, n, ", ");
+            n = format_at(opreg_type_element(t, i), buf, cap, n);
+        }
+        return put(buf, cap, n, ")");
+    }
+    const char *name = opreg_type_name(t);
+    return put(buf, cap, n, name ? name : "(composite type)");
+}
+
+size_t opreg_type_format(const opreg_type *t, char *buf, size_t cap) {
+    if (buf && cap) buf[0] = '\0';
+    return t ? format_at(t, buf, cap, 0) : 0;
 }
 
 size_t opreg_alias_num_before(const opreg_alias *a) {

@@ -113,9 +113,13 @@ enum opreg_arg_kind {
     /// `Scalar`: a value of kind ::OPREG_VALUE_INT, ::OPREG_VALUE_FLOAT or
     /// ::OPREG_VALUE_BOOL.
     OPREG_ARG_KIND_SCALAR = 100,
-    /// A type that no value can carry (`Dict(str, int)`, `Tensor[][]`): a
-    /// call is refused, naming the argument and its type.
+    /// A type that no value can carry (`Dict(str, int)`, `Tensor[][]`, a
+    /// tensor inside a tuple): a call is refused, naming the argument and
+    /// its type.
     OPREG_ARG_KIND_UNSUPPORTED = 101,
+    /// `Any`: a value of any kind (c10d's `group_name`). A tensor passed
+    /// there takes no part in choosing the kernel's device.
+    OPREG_ARG_KIND_ANY = 102,
 };
 
 /// One argument of an op's plan, filled by opreg_op_arg_plan(). Members are
@@ -126,8 +130,9 @@ typedef struct opreg_arg_plan {
     /// sizeof(opreg_arg_plan) as the caller compiled it; set before the call.
     uint32_t struct_size;
     /// The value kind expected: an ::opreg_value_kind for the type without
-    /// its `?` (`Tensor?[]` expects ::OPREG_VALUE_TENSOR_LIST), or an
-    /// ::opreg_arg_kind.
+    /// its `?` (`Tensor?[]` expects ::OPREG_VALUE_TENSOR_LIST, `str[]`
+    /// ::OPREG_VALUE_STR_LIST, `int[][]` and `int?[]` ::OPREG_VALUE_LIST,
+    /// `(str[], int)` ::OPREG_VALUE_TUPLE), or an ::opreg_arg_kind.
     uint32_t kind;
     /// The argument's name (owned by the registry).
     const char *name;
@@ -157,6 +162,10 @@ typedef struct opreg_arg_plan {
     /// when the plan was read: a caller that reads several arguments
     /// compares it to know they all come from one definition.
     const opreg_schema *schema;
+    /// The argument's type in the schema, `?` included (owned by the
+    /// registry, as `schema`): a binding walks it for ::OPREG_VALUE_LIST
+    /// and ::OPREG_VALUE_TUPLE arguments, whose items it describes.
+    const opreg_type *type;
 } opreg_arg_plan;
 
 /// Read argument @p index (in schema order) of the plan of @p op's current

@@ -32,7 +32,7 @@ extern "C" {
 /// Major version of the plugin ABI: changes only with an incompatible change.
 #define OPREG_PLUGIN_ABI_MAJOR 1
 /// Minor version: grows when members are appended to either table.
-#define OPREG_PLUGIN_ABI_MINOR 2
+#define OPREG_PLUGIN_ABI_MINOR 3
 /// The version this header describes: major in the high 16 bits.
 #define OPREG_PLUGIN_ABI_VERSION                                                                   \
     (((uint32_t)OPREG_PLUGIN_ABI_MAJOR << 16) | (uint32_t)OPREG_PLUGIN_ABI_MINOR)
@@ -157,6 +157,16 @@ typedef struct opreg_host {
     /// `avx512_bf16` for the calls it covers (see docs/providers.md). (1.2)
     opreg_status (*library_provider)(opreg_library *lib, const char *name, opreg_dispatch_key key,
                                      const opreg_provider *provider);
+    /// @}
+
+    /// @name Added in 1.3
+    /// @{
+
+    /// opreg_value_pack(): a kernel's returned string, list or tuple
+    /// (`str[]`, `int[][]`, `Tensor[]`), which the caller then owns. (1.3)
+    opreg_status (*value_pack)(opreg_value *out, const opreg_value *in);
+    /// opreg_value_release() (1.3)
+    void (*value_release)(opreg_value *v);
     /// @}
 } opreg_host;
 

@@ -188,6 +188,11 @@ OPREG_API const char *opreg_type_name(const opreg_type *type);
 /// NULL. Only the type spine of an argument carries annotations: as in
 /// PyTorch, annotations inside tuples, dicts, unions and futures are dropped.
 OPREG_API const opreg_alias *opreg_type_alias(const opreg_type *type);
+/// Write the short spelling of @p type into @p buf, as messages print it,
+/// without alias annotations: "Tensor?[]", "int[2]", "(str[], int)".
+/// @return the length of the full spelling (snprintf's semantics: the text
+///         is cut, NUL-terminated, when @p cap is too small).
+OPREG_API size_t opreg_type_format(const opreg_type *type, char *buf, size_t cap);
 
 /// Number of alias sets before the op runs; "*" names the wildcard set.
 OPREG_API size_t opreg_alias_num_before(const opreg_alias *alias);

@@ -923,7 +923,7 @@ static opreg_value value(reader *r, call *c, const arg_info *a) {
     } else if (sel < 248) {
         kind = sel % 12;
     } else {
-        static const uint32_t bad[8] = { 12, 13, 64, 100, 101, 255, 0x7fffffffu, 0xffffffffu };
+        static const uint32_t bad[8] = { 15, 16, 64, 100, 101, 102, 0x7fffffffu, 0xffffffffu };
         opreg_value v;
         memset(&v, 0, sizeof v);
         v.kind = bad[sel % 8];

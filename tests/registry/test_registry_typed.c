@@ -23,6 +23,11 @@ static opreg_status record(void *ctx, const opreg_op *op, const opreg_value *arg
             rets[0] = opreg_bool_value(args[0].u.i > 10);
         } else if (strcmp(name, "tt::add.out") == 0) {
             rets[0] = args[1];
+        } else if (strcmp(name, "tt::meta") == 0) {
+            opreg_status st = opreg_value_pack(&rets[0], &args[0]);
+            if (st == OPREG_OK) st = opreg_value_pack(&rets[1], &args[1]);
+            if (st != OPREG_OK) opreg_value_release(&rets[0]);
+            return st;
         } else {
             rets[0] = opreg_int_value(42);
         }
@@ -42,9 +47,12 @@ static void define_all(opreg_registry *reg) {
         "query(int cap) -> bool",
         "add.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
         "noargs() -> int",
+        "meta(str[] handles, int[][] offsets, (str, int) pair, Scalar x) -> (str[], int[][])",
     };
-    static const char *names[] = { "rms_norm", "mixed", "make", "query", "add.out", "noargs" };
-    for (int i = 0; i < 6; i++) {
+    static const char *names[] = {
+        "rms_norm", "mixed", "make", "query", "add.out", "noargs", "meta"
+    };
+    for (int i = 0; i < 7; i++) {
         opreg_library_def(NULL, lib, defs[i]);
         opreg_library_impl_fn(lib, names[i], OPREG_KEY_NONE, record, NULL);
         opreg_library_impl_fn(lib, names[i], OPREG_KEY_META, record, NULL);
@@ -107,6 +115,22 @@ TEST(returns) {
     struct fake_tensor b;
     CHECK_OK(opreg_op_tt_add_out(&same, fake(&b, kDLCPU, 0), out));
     CHECK(same == out);
+    /* str[] as an array, nested lists and tuples as boxed values, and
+     * returns the caller releases. */
+    static const opreg_str handles[2] = { { "h\0a", 3 }, { "b", 1 } };
+    static const int64_t row[2] = { 4, 8 };
+    opreg_value rows[1] = { opreg_int_list_value(row, 2) };
+    opreg_value pair[2] = { opreg_str_value("p"), opreg_int_value(1) };
+    opreg_value hs, os;
+    CHECK_OK(opreg_op_tt_meta(&hs, &os, handles, 2, opreg_list_value(rows, 1),
+                              opreg_tuple_value(pair, 2), opreg_float_value(0.5)));
+    CHECK(hs.kind == OPREG_VALUE_STR_LIST && hs.u.strs.len == 2 && hs.u.strs.items[0].len == 3 &&
+          hs.flags == OPREG_VALUE_OWNED);
+    CHECK(os.kind == OPREG_VALUE_LIST && os.u.list.items[0].u.ints.items[1] == 8);
+    CHECK(seen[2].kind == OPREG_VALUE_TUPLE && seen[3].u.f == 0.5);
+    opreg_value_release(&hs);
+    opreg_value_release(&os);
+    CHECK(hs.kind == OPREG_VALUE_NONE && os.kind == OPREG_VALUE_NONE);
 }
 
 TEST(handle_variant_on_another_registry) {

@@ -22,6 +22,7 @@
 struct param {
     char decl[160];  /* the C parameter(s) */
     char value[200]; /* the expression of its opreg_value */
+    bool boxed;      /* passed as an opreg_value the caller builds */
 };
 
 static const char *scalar_ctype(opreg_type_kind k, const char **ctor) {
@@ -66,9 +67,24 @@ static const char *list_info(opreg_type_kind k, const char **ctor) {
     case OPREG_TYPE_BOOL:
         *ctor = "opreg_bool_list_value";
         return "const bool *";
+    case OPREG_TYPE_STR:
+        *ctor = "opreg_str_list_value";
+        return "const opreg_str *";
     default:
         return NULL;
     }
+}
+
+/* Types a typed entry point takes as a boxed opreg_value the caller builds:
+ * nested lists (`int[][]`, `int?[]`), tuples, `Scalar` and `Any`. */
+static bool boxed_param(const opreg_type *t) {
+    opreg_type_kind k = opreg_type_get_kind(t);
+    if (k == OPREG_TYPE_TUPLE || k == OPREG_TYPE_SCALAR || k == OPREG_TYPE_ANY) return true;
+    if (k != OPREG_TYPE_LIST) return false;
+    const opreg_type *e = opreg_type_element(t, 0);
+    opreg_type_kind ek = opreg_type_get_kind(e);
+    const char *ctor;
+    return ek != OPREG_TYPE_TENSOR && ek != OPREG_TYPE_OPTIONAL && !list_info(ek, &ctor);
 }
 
 /* One argument's C parameter and value expression; false when unsupported. */
@@ -79,6 +95,12 @@ static bool param_of(const opreg_argument *a, struct param *p) {
     if (opt) t = opreg_type_element(t, 0);
     opreg_type_kind k = opreg_type_get_kind(t);
     const char *ctor = NULL, *ctype;
+    if (boxed_param(t)) { /* the caller passes None for an absent optional */
+        snprintf(p->decl, sizeof p->decl, "opreg_value %s", n);
+        snprintf(p->value, sizeof p->value, "%s", n);
+        p->boxed = true;
+        return true;
+    }
     if (k == OPREG_TYPE_TENSOR) {
         bool w = opreg_argument_is_write(a);
         snprintf(p->decl, sizeof p->decl, "%sDLTensor *%s", w ? "" : "const ", n);
@@ -150,7 +172,10 @@ static bool return_of(const opreg_argument *r, size_t i, char *decl, size_t dcap
         field = "b";
         break;
     default:
-        return false;
+        /* Strings, lists, tuples: the caller's, as opreg_value_pack() made them. */
+        snprintf(decl, dcap, "opreg_value *%s", name);
+        snprintf(store, scap, "    *%s = r[%zu];\n", name, i);
+        return true;
     }
     snprintf(decl, dcap, "%s*%s", ctype, name);
     snprintf(store, scap, "    *%s = r[%zu].u.%s;\n", name, i, field);
@@ -195,7 +220,8 @@ static int emit(FILE *h, FILE *c, const opreg_schema *s) {
     const char *rest = pu ? params + 2 : "void";
     fprintf(h,
             "/// `%s`, in the process-default registry (its handle is found once and cached).\n"
-            "/// Returned tensors belong to the caller (opreg_tensor_free()).\n"
+            "/// Returns belong to the caller: tensors (opreg_tensor_free()), and\n"
+            "/// strings, lists and tuples as opreg_value (opreg_value_release()).\n"
             "opreg_status opreg_op_%s(%s);\n",
             text, id, rest);
     fprintf(h,
@@ -205,12 +231,16 @@ static int emit(FILE *h, FILE *c, const opreg_schema *s) {
     fprintf(c, "static inline opreg_status call_%s(const opreg_op *op%s) {\n", id, params);
     for (size_t i = 0; i < nr; i++) { /* out-parameters are NULL on failure */
         const opreg_argument *r = opreg_schema_return(s, i);
-        if (opreg_type_get_kind(opreg_argument_type(r)) != OPREG_TYPE_TENSOR) continue;
+        opreg_type_kind rk = opreg_type_get_kind(opreg_argument_type(r));
+        bool boxed = rk != OPREG_TYPE_TENSOR && rk != OPREG_TYPE_INT && rk != OPREG_TYPE_SYMINT &&
+                     rk != OPREG_TYPE_FLOAT && rk != OPREG_TYPE_BOOL;
+        if (rk != OPREG_TYPE_TENSOR && !boxed) continue;
         const char *rn = opreg_argument_name(r);
+        const char *none = boxed ? "opreg_none()" : "NULL";
         if (*rn)
-            fprintf(c, "    *ret_%s = NULL;\n", rn);
+            fprintf(c, "    *ret_%s = %s;\n", rn, none);
         else
-            fprintf(c, "    *ret%zu = NULL;\n", i);
+            fprintf(c, "    *ret%zu = %s;\n", i, none);
     }
     if (na)
         fprintf(c, "    opreg_value a[%zu];\n", na);
@@ -230,7 +260,7 @@ static int emit(FILE *h, FILE *c, const opreg_schema *s) {
             const opreg_type *t = opreg_argument_type(a);
             if (k == OPREG_TYPE_OPTIONAL) t = opreg_type_element(t, 0);
             opreg_type_kind ek = opreg_type_get_kind(t);
-            if (ek == OPREG_TYPE_TENSOR || ek == OPREG_TYPE_LIST) plain = false;
+            if (ek == OPREG_TYPE_TENSOR || ek == OPREG_TYPE_LIST || ps[i].boxed) plain = false;
         } else if (k == OPREG_TYPE_TENSOR) {
             if (!*first)
                 snprintf(first, sizeof first, "%s->device", opreg_argument_name(a));
@@ -273,7 +303,7 @@ static int emit(FILE *h, FILE *c, const opreg_schema *s) {
         pa += (size_t)snprintf(pass + pa, sizeof pass - pa, ", %s", n);
         const opreg_type *t = opreg_argument_type(a);
         if (opreg_type_get_kind(t) == OPREG_TYPE_OPTIONAL) t = opreg_type_element(t, 0);
-        if (opreg_type_get_kind(t) == OPREG_TYPE_LIST)
+        if (opreg_type_get_kind(t) == OPREG_TYPE_LIST && !ps[i].boxed)
             pa += (size_t)snprintf(pass + pa, sizeof pass - pa, ", %s_len", n);
     }
     fprintf(

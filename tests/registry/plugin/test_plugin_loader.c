@@ -87,7 +87,7 @@ TEST(future_major_refused) {
     CHECK(refused_unchanged(reg, PLUGIN_FUTURE, OPREG_ERR_ABI_MISMATCH, msg, sizeof msg));
     CHECK_CONTAINS(msg, "plugin 'future'");
     CHECK_CONTAINS(msg, "built for plugin ABI 2.0");
-    CHECK_CONTAINS(msg, "this opreg has plugin ABI 1.2");
+    CHECK_CONTAINS(msg, "this opreg has plugin ABI 1.3");
     CHECK_EQ_INT(info_of(reg, 0)->abi_version, 2u << 16);
     CHECK_EQ_STR(info_of(reg, 0)->name, "future");
     opreg_registry_destroy(reg);
