@@ -36,7 +36,8 @@ static PyObject *time_calls(const opreg_op *op, long long iters, PyObject *args,
         double t0 = now_ns();
         for (long long i = 0; i < iters && st == OPREG_OK; i++) {
             st = opreg_call_boxed(op, c.vals, c.nargs, c.kw, c.nkw, rets, plan.nreturns);
-            if (st == OPREG_OK) opreg__py_returns_free(rets, 0, plan.nreturns);
+            for (uint32_t r = 0; st == OPREG_OK && r < plan.nreturns; r++)
+                opreg_value_release(&rets[r]);
         }
         double t1 = now_ns();
         if (st == OPREG_OK)

@@ -189,11 +189,51 @@ def _fake_kernel(op):
     return fake
 
 
-def _returning_kernel(op):
-    def kernel(*args, **kwargs):
-        return to_torch(op(*args, **kwargs))
+def _returning_kernel(op, types=None):
+    """A kernel that hands opreg's returns to torch. ``types``: torch's
+    spelling of each return type, when one needs more than to_torch():
+    opreg returns a ScalarType as its name and a Device as its text."""
+    if not types or not any(t in ("ScalarType", "Device") for t in types):
 
-    return kernel
+        def kernel(*args, **kwargs):
+            return to_torch(op(*args, **kwargs))
+
+        return kernel
+
+    def one(value, t):
+        if t == "ScalarType" and value is not None:
+            return _TORCH_OF[value]
+        if t == "Device" and value is not None:
+            return torch.device(value)
+        return to_torch(value)
+
+    def typed_kernel(*args, **kwargs):
+        out = op(*args, **kwargs)
+        if len(types) == 1:
+            return one(out, types[0])
+        return tuple(one(v, t) for v, t in zip(out, types))
+
+    return typed_kernel
+
+
+def _return_types(schema):
+    """The type of each return of opreg's ``schema`` text, without its
+    optional mark and alias: ["str[]", "ScalarType", ...]."""
+    text = schema.rsplit("->", 1)[1].strip()
+    if text.startswith("(") and text.endswith(")"):
+        text = text[1:-1]
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text + ","):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            item = text[start:i].strip()
+            if item:
+                items.append(item.split(" ")[0].split("(")[0].rstrip("?"))
+            start = i + 1
+    return items
 
 
 def _cuda_kernel(op, returns):
@@ -362,9 +402,14 @@ def _register_one(reg, library, name):
     library.define(local)
     short = name.split("::", 1)[1]
     keys = []
+    # An op without tensor arguments (vLLM's meta_size, dispose(int fa))
+    # gives torch no device to dispatch on: its kernel serves every key.
+    args_text = local[local.index("(") + 1:local.rindex(") ->")]
+    cpu_key = "CPU" if "Tensor" in args_text else "CompositeExplicitAutograd"
+    types = _return_types(schema) if returns else None
     if opreg.is_op_supported(name, "cpu"):
-        library.impl(short, _returning_kernel(op) if returns else op, "CPU")
-        keys.append("CPU")
+        library.impl(short, _returning_kernel(op, types) if returns else op, cpu_key)
+        keys.append(cpu_key)
     if opreg.is_op_supported(name, "cuda"):
         library.impl(short, _cuda_kernel(op, returns), "CUDA")
         keys.append("CUDA")

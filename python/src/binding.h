@@ -165,6 +165,10 @@ typedef struct opreg__py_frame {
     int nkeep;
     void *heap[2 * OPREG__PY_MAX_ARGS];
     int nheap;
+    /* Lists and tuples of values (nested.c): arrays chained through their
+     * first word, and a list of the Python objects they point into. */
+    void *chain;
+    PyObject *nest_keep;
     int64_t numel; /* elements of the call's tensors, together */
     /* The producer's work stream for the call's CUDA tensors (the first
      * tensor's that named one): the call runs on it. */
@@ -193,14 +197,37 @@ int opreg__py_value_from(opreg__py_frame *f, const opreg_arg_plan *a, PyObject *
                          const opreg__py_where *w, opreg_value *v);
 
 /* A call's returns as Python: None, the value, or a tuple. Returned tensors
- * pass to the new objects; on failure those not yet passed are freed. */
+ * pass to the new objects, and every return is released (opreg_value_release()),
+ * on failure too. */
 PyObject *opreg__py_returns_to(opreg_value *rets, uint32_t n);
+
+/* Scalar conversions of values.c: 0, -1 for a value of the wrong type (no
+ * exception), -2 with a Python exception set (out of range). */
+int opreg__py_to_int(PyObject *o, int64_t *out);
+int opreg__py_to_float(PyObject *o, double *out);
+int opreg__py_to_bool(PyObject *o, bool *out);
+/* `Scalar`: a bool, an int or (anything float() takes) a float value. */
+int opreg__py_to_scalar(PyObject *o, opreg_value *v);
+int opreg__py_to_dtype(PyObject *o, opreg_dtype *out);
+int opreg__py_to_device(PyObject *o, DLDevice *out);
+/* A tensor argument into a frame slot; -1 with an exception set. */
+int opreg__py_to_tensor(opreg__py_frame *f, PyObject *o, const opreg__py_where *w, DLTensor **out,
+                        bool *readonly);
+
+/* nested.c: a `str[]`, a list of values or a tuple (of type `t`, the
+ * argument's schema type with its `?`; NULL for `Any`) into `v`; -1 with an
+ * exception set. */
+int opreg__py_nested_from(opreg__py_frame *f, const opreg_type *t, PyObject *o,
+                          const opreg__py_where *w, opreg_value *v);
+/* A returned string, list or tuple as Python (str items as str when they
+ * are UTF-8, else bytes); tensors in it pass to the new objects (their
+ * slots are cleared). NULL with an exception set. */
+PyObject *opreg__py_nested_to(opreg_value *v);
+/* Free what nested conversions of a frame hold. */
+void opreg__py_nested_release(opreg__py_frame *f);
 
 /* A value of kind int, float, bool or str as Python; None for any other. */
 PyObject *opreg__py_plain_value(const opreg_value *v);
-
-/* Free the returned tensors of rets[from, n). */
-void opreg__py_returns_free(opreg_value *rets, uint32_t from, uint32_t n);
 
 /* ---- calls (call.c) ------------------------------------------------------------ */
 

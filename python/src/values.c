@@ -25,6 +25,8 @@ void opreg__py_frame_init(opreg__py_frame *f) {
     f->nheap = 0;
     f->numel = 0;
     f->has_stream = false;
+    f->chain = NULL;
+    f->nest_keep = NULL;
 }
 
 static opreg__py_tensor *new_slot(opreg__py_frame *f) {
@@ -77,6 +79,7 @@ void opreg__py_frame_release(opreg__py_frame *f) {
         Py_DECREF(f->keep[i]);
     for (int i = 0; i < f->nheap; i++)
         PyMem_Free(f->heap[i]);
+    opreg__py_nested_release(f);
 }
 
 void opreg__py_frame_release_keeping_error(opreg__py_frame *f) {
@@ -109,8 +112,8 @@ static int range_error(const opreg__py_where *w, const opreg_arg_plan *a) {
     return -1;
 }
 
-static int to_tensor(opreg__py_frame *f, PyObject *o, const opreg__py_where *w, DLTensor **out,
-                     bool *readonly) {
+int opreg__py_to_tensor(opreg__py_frame *f, PyObject *o, const opreg__py_where *w, DLTensor **out,
+                        bool *readonly) {
     opreg__py_tensor *t = new_slot(f);
     if (!t || opreg__py_tensor_from(t, o, w) < 0) return -1;
     int64_t n = 1;
@@ -127,7 +130,7 @@ static int to_tensor(opreg__py_frame *f, PyObject *o, const opreg__py_where *w, 
     return 0;
 }
 
-static int to_int(PyObject *o, int64_t *out) {
+int opreg__py_to_int(PyObject *o, int64_t *out) {
     if (PyLong_Check(o)) {
         long long v = PyLong_AsLongLong(o);
         if (v == -1 && PyErr_Occurred()) return -2;
@@ -144,7 +147,7 @@ static int to_int(PyObject *o, int64_t *out) {
     return 0;
 }
 
-static int to_float(PyObject *o, double *out) {
+int opreg__py_to_float(PyObject *o, double *out) {
     if (PyFloat_Check(o)) {
         *out = PyFloat_AsDouble(o);
         return 0;
@@ -164,7 +167,7 @@ static int to_float(PyObject *o, double *out) {
     return 0;
 }
 
-static int to_bool(PyObject *o, bool *out) {
+int opreg__py_to_bool(PyObject *o, bool *out) {
     if (o == Py_True || o == Py_False) {
         *out = o == Py_True;
         return 0;
@@ -181,7 +184,20 @@ static PyObject *name_bytes(PyObject *o) {
     return b;
 }
 
-static int to_dtype(PyObject *o, opreg_dtype *out) {
+int opreg__py_to_scalar(PyObject *o, opreg_value *v) {
+    if (o == Py_True || o == Py_False) {
+        *v = opreg_bool_value(o == Py_True);
+        return 0;
+    }
+    if (PyLong_Check(o)) {
+        *v = opreg_int_value(0);
+        return opreg__py_to_int(o, &v->u.i);
+    }
+    *v = opreg_float_value(0);
+    return opreg__py_to_float(o, &v->u.f);
+}
+
+int opreg__py_to_dtype(PyObject *o, opreg_dtype *out) {
     if (!PyUnicode_Check(o) && (PyLong_Check(o) || PyFloat_Check(o))) return -1;
     PyObject *b = name_bytes(o);
     if (!b) {
@@ -195,7 +211,7 @@ static int to_dtype(PyObject *o, opreg_dtype *out) {
     return st == OPREG_OK ? 0 : -1;
 }
 
-static int to_device(PyObject *o, DLDevice *out) {
+int opreg__py_to_device(PyObject *o, DLDevice *out) {
     if (!PyUnicode_Check(o) && (PyLong_Check(o) || PyFloat_Check(o))) return -1;
     PyObject *b = name_bytes(o);
     if (!b) {
@@ -223,9 +239,9 @@ static int to_list(opreg__py_frame *f, const opreg_arg_plan *a, PyObject *o,
     /* `int[2] stride` takes a single int too, repeated, as PyTorch does. */
     bool single = false;
     if (n < 0 && a->list_size > 0) {
-        single = (a->kind == OPREG_VALUE_INT_LIST && to_int(o, &one_int) == 0) ||
-                 (a->kind == OPREG_VALUE_FLOAT_LIST && to_float(o, &one_float) == 0) ||
-                 (a->kind == OPREG_VALUE_BOOL_LIST && to_bool(o, &one_bool) == 0);
+        single = (a->kind == OPREG_VALUE_INT_LIST && opreg__py_to_int(o, &one_int) == 0) ||
+                 (a->kind == OPREG_VALUE_FLOAT_LIST && opreg__py_to_float(o, &one_float) == 0) ||
+                 (a->kind == OPREG_VALUE_BOOL_LIST && opreg__py_to_bool(o, &one_bool) == 0);
         if (!single && PyErr_Occurred()) return range_error(w, a);
         if (single) n = a->list_size;
     }
@@ -246,7 +262,7 @@ static int to_list(opreg__py_frame *f, const opreg_arg_plan *a, PyObject *o,
                 continue;
             }
             bool ro = false;
-            if (to_tensor(f, x, &iw, &items[i], &ro) < 0) return -1;
+            if (opreg__py_to_tensor(f, x, &iw, &items[i], &ro) < 0) return -1;
             any_readonly |= ro;
         }
         *v = opreg_tensor_list_value(items, (size_t)n);
@@ -264,19 +280,19 @@ static int to_list(opreg__py_frame *f, const opreg_arg_plan *a, PyObject *o,
             if (single)
                 d[i] = one_int;
             else
-                rc = to_int(x, &d[i]);
+                rc = opreg__py_to_int(x, &d[i]);
         } else if (a->kind == OPREG_VALUE_FLOAT_LIST) {
             double *d = items;
             if (single)
                 d[i] = one_float;
             else
-                rc = to_float(x, &d[i]);
+                rc = opreg__py_to_float(x, &d[i]);
         } else {
             bool *d = items;
             if (single)
                 d[i] = one_bool;
             else
-                rc = to_bool(x, &d[i]);
+                rc = opreg__py_to_bool(x, &d[i]);
         }
         if (rc == -2) return range_error(&iw, a);
         if (rc < 0) {
@@ -301,7 +317,7 @@ int opreg__py_value_from(opreg__py_frame *f, const opreg_arg_plan *a, PyObject *
      * over an op's mixed argument kinds mispredicts. */
     if (a->kind == OPREG_VALUE_TENSOR && o != Py_None) {
         bool ro = false;
-        if (to_tensor(f, o, w, &v->u.tensor, &ro) < 0) return -1;
+        if (opreg__py_to_tensor(f, o, w, &v->u.tensor, &ro) < 0) return -1;
         v->kind = OPREG_VALUE_TENSOR;
         v->flags = ro ? OPREG_VALUE_READONLY : 0;
         return 0;
@@ -318,22 +334,22 @@ int opreg__py_value_from(opreg__py_frame *f, const opreg_arg_plan *a, PyObject *
     switch (a->kind) {
     case OPREG_VALUE_TENSOR: {
         bool ro = false;
-        if (to_tensor(f, o, w, &v->u.tensor, &ro) < 0) return -1;
+        if (opreg__py_to_tensor(f, o, w, &v->u.tensor, &ro) < 0) return -1;
         v->kind = OPREG_VALUE_TENSOR;
         v->flags = ro ? OPREG_VALUE_READONLY : 0;
         return 0;
     }
     case OPREG_VALUE_INT:
         v->kind = OPREG_VALUE_INT;
-        rc = to_int(o, &v->u.i);
+        rc = opreg__py_to_int(o, &v->u.i);
         break;
     case OPREG_VALUE_FLOAT:
         v->kind = OPREG_VALUE_FLOAT;
-        rc = to_float(o, &v->u.f);
+        rc = opreg__py_to_float(o, &v->u.f);
         break;
     case OPREG_VALUE_BOOL:
         v->kind = OPREG_VALUE_BOOL;
-        rc = to_bool(o, &v->u.b);
+        rc = opreg__py_to_bool(o, &v->u.b);
         break;
     case OPREG_VALUE_STR:
         if (PyUnicode_Check(o)) {
@@ -347,37 +363,43 @@ int opreg__py_value_from(opreg__py_frame *f, const opreg_arg_plan *a, PyObject *
             v->u.s.len = (size_t)len;
             return 0;
         }
+        if (PyBytes_Check(o)) { /* any bytes, as str[] items take them */
+            char *s;
+            Py_ssize_t len;
+            Py_INCREF(o);
+            if (opreg__py_frame_keep(f, o) < 0 || PyBytes_AsStringAndSize(o, &s, &len) < 0)
+                return -1;
+            v->kind = OPREG_VALUE_STR;
+            v->u.s.ptr = s;
+            v->u.s.len = (size_t)len;
+            return 0;
+        }
         break;
     case OPREG_VALUE_SCALAR_TYPE: {
         opreg_dtype d;
-        rc = to_dtype(o, &d);
+        rc = opreg__py_to_dtype(o, &d);
         *v = opreg_dtype_value(d);
         break;
     }
     case OPREG_VALUE_DEVICE: {
         DLDevice d = { kDLCPU, 0 };
-        rc = to_device(o, &d);
+        rc = opreg__py_to_device(o, &d);
         *v = opreg_device_value(d);
         break;
     }
     case OPREG_ARG_KIND_SCALAR:
-        if (o == Py_True || o == Py_False) {
-            *v = opreg_bool_value(o == Py_True);
-            return 0;
-        }
-        if (PyLong_Check(o)) {
-            v->kind = OPREG_VALUE_INT;
-            rc = to_int(o, &v->u.i);
-        } else {
-            v->kind = OPREG_VALUE_FLOAT;
-            rc = to_float(o, &v->u.f);
-        }
+        rc = opreg__py_to_scalar(o, v);
         break;
     case OPREG_VALUE_TENSOR_LIST:
     case OPREG_VALUE_INT_LIST:
     case OPREG_VALUE_FLOAT_LIST:
     case OPREG_VALUE_BOOL_LIST:
         return to_list(f, a, o, w, v);
+    case OPREG_VALUE_STR_LIST:
+    case OPREG_VALUE_LIST:
+    case OPREG_VALUE_TUPLE:
+    case OPREG_ARG_KIND_ANY:
+        return opreg__py_nested_from(f, a->type, o, w, v);
     default: {
         char where[256];
         opreg__py_where_text(w, where, sizeof where);
@@ -397,11 +419,6 @@ int opreg__py_value_from(opreg__py_frame *f, const opreg_arg_plan *a, PyObject *
 
 /* ---- returns ------------------------------------------------------------------- */
 
-void opreg__py_returns_free(opreg_value *rets, uint32_t from, uint32_t n) {
-    for (uint32_t i = from; i < n; i++)
-        if (rets[i].kind == OPREG_VALUE_TENSOR) opreg_tensor_free(rets[i].u.tensor);
-}
-
 PyObject *opreg__py_plain_value(const opreg_value *v) {
     switch (v->kind) {
     case OPREG_VALUE_INT:
@@ -417,23 +434,26 @@ PyObject *opreg__py_plain_value(const opreg_value *v) {
     }
 }
 
-static PyObject *ret_to_py(const opreg_value *v) {
-    if (v->kind == OPREG_VALUE_TENSOR) return opreg__py_tensor_wrap(v->u.tensor);
-    return opreg__py_plain_value(v);
-}
-
 PyObject *opreg__py_returns_to(opreg_value *rets, uint32_t n) {
-    if (n == 0) Py_RETURN_NONE;
-    if (n == 1) return ret_to_py(&rets[0]);
-    PyObject *tuple = PyTuple_New(n);
-    for (uint32_t i = 0; i < n; i++) {
-        PyObject *x = tuple ? ret_to_py(&rets[i]) : NULL;
-        if (!x) {
-            opreg__py_returns_free(rets, i + 1, n);
-            Py_XDECREF(tuple);
-            return NULL;
+    PyObject *result = NULL;
+    if (n == 0) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    } else if (n == 1) {
+        result = opreg__py_nested_to(&rets[0]);
+    } else if ((result = PyTuple_New(n))) {
+        for (uint32_t i = 0; i < n; i++) {
+            PyObject *x = opreg__py_nested_to(&rets[i]);
+            if (!x) {
+                Py_CLEAR(result);
+                break;
+            }
+            PyTuple_SetItem(result, (Py_ssize_t)i, x);
         }
-        PyTuple_SetItem(tuple, (Py_ssize_t)i, x);
     }
-    return tuple;
+    /* What did not pass to Python (all of it on failure), and the blocks
+     * of returned lists. */
+    for (uint32_t i = 0; i < n; i++)
+        opreg_value_release(&rets[i]);
+    return result;
 }

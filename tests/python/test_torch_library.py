@@ -462,6 +462,45 @@ def t_opcheck():
                     check(same_bytes(before[i], after[i]), "%s leaves %s alone" % (name, a.name))
 
 
+def t_collective_values():
+    path = os.environ.get("OPREG_VALUES_PLUGIN")
+    if not path or not os.path.exists(path):
+        skip("collective values", "OPREG_VALUES_PLUGIN does not name the values test plugin")
+        return
+    opreg.load_plugin(path)
+    # torch has _c10d_functional of its own: opreg's go under other names.
+    ar = opreg.torch.register("_C_custom_ar", target="opreg_custom_ar")
+    opreg.torch.register("_c10d_functional", target="opreg_c10d")
+    opreg.torch.register("values_test", target="opreg_values")
+    check(ar.kernels["opreg_custom_ar::meta_size"] == ("CompositeExplicitAutograd",),
+          "an op without tensor arguments serves every key: %r" % (ar.kernels,))
+    ops = torch.ops.opreg_custom_ar
+    check(ops.meta_size() > 0, "meta_size through torch.ops")
+    fa = ops.init_custom_ar(torch.zeros(4), torch.zeros(4), ["h0", "h1"], [0, 64], 1, True)
+    ops.register_buffer(fa, torch.zeros(4), ["b0", "b1"], [16, 32])
+    check(ops.get_graph_buffer_ipc_meta(fa) == (["b0", "b1"], [16, 32]),
+          "(str[], int[]) back through torch.ops")
+    ops.register_graph_buffers(fa, ["g0", "g1"], [[0, 8], [16]])
+    state = torch.ops.opreg_values.custom_ar_state(fa)
+    check(state == (["h0", "h1"], [0, 64], 1, True, ["g0", "g1"], [[0, 8], [16]]),
+          "int[][] and str[] reach the kernel through torch: %r" % (state,))
+    ops.dispose(fa)
+    x = torch.arange(4.0)
+    y = torch.ops.opreg_c10d.all_reduce(x, "sum", "test_world")
+    check(isinstance(y, torch.Tensor) and torch.equal(y, x), "all_reduce returns a torch tensor")
+    ys = torch.ops.opreg_c10d.all_reduce_coalesced([x, x], "avg", "test_world")
+    check(isinstance(ys, list) and all(isinstance(t, torch.Tensor) for t in ys),
+          "Tensor[] returns are torch tensors")
+    got = torch.ops.opreg_values.echo(["a"], [[1, 2], []], [0.5], [True], [1, None], 3,
+                                      (["q"], 2), 7, "n", "any", torch.bfloat16,
+                                      torch.device("cpu"))
+    check(got[:10] == (["a"], [[1, 2], []], [0.5], [True], [1, None], 3, (["q"], 2), 7, "n", "any"),
+          "every value back through torch.ops: %r" % (got,))
+    check(got[11] == torch.device("cpu"), "a Device return is a torch.device: %r" % (got[11],))
+    xs, opt = torch.ops.opreg_values.echo_tensors([torch.ones(2)], [None, torch.zeros(1)])
+    check(opt[0] is None and torch.equal(xs[0], torch.ones(2)), "Tensor?[] returns keep None")
+
+
 run("the registration", t_registration)
 run("every op through torch.ops equals opreg's own call", t_eager_every_op)
 run("rms_norm through torch.ops, and a refusal", t_eager_rms_norm_reference)
@@ -473,6 +512,7 @@ run("conflicts and bad requests", t_conflicts)
 run("tensors through DLPack's exchange API", t_exchange_tensors)
 run("torch.compile(fullgraph=True) of a vLLM block", t_compile)
 run("torch.library.opcheck of every op", t_opcheck)
+run("lists, tuples and handles of collective ops through torch.ops", t_collective_values)
 
 if failures:
     print("%d failure(s)" % len(failures))
