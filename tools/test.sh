@@ -108,13 +108,13 @@ if configure_build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPREG_WERROR=O
   fi
 fi
 
-step "fuzz the schema parser for ${fuzz_seconds}s, the call path for ${OPREG_FUZZ_CALL_SECONDS:-60}s, the plugin descriptor for ${OPREG_FUZZ_PLUGIN_SECONDS:-30}s"
+step "fuzz the schema parser for ${fuzz_seconds}s, the call path for ${OPREG_FUZZ_CALL_SECONDS:-60}s, the plugin descriptor for ${OPREG_FUZZ_PLUGIN_SECONDS:-30}s, nested values for ${OPREG_FUZZ_VALUES_SECONDS:-30}s"
 if command -v clang >/dev/null 2>&1; then
   if CC=clang configure_build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPREG_BUILD_TESTS=OFF \
        -DOPREG_BUILD_FUZZ=ON -DOPREG_CUDA=OFF; then
     # One check per target, TARGET:SECONDS; each time can be set from the environment.
     for run in "schema:$fuzz_seconds" "call:${OPREG_FUZZ_CALL_SECONDS:-60}" \
-               "plugin_desc:${OPREG_FUZZ_PLUGIN_SECONDS:-30}"; do
+               "plugin_desc:${OPREG_FUZZ_PLUGIN_SECONDS:-30}" "values:${OPREG_FUZZ_VALUES_SECONDS:-30}"; do
       if bash tests/fuzz/run.sh build-fuzz "${run#*:}" "${run%%:*}"; then
         passed=$((passed + 1))
       else

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Run one libFuzzer target for a bounded time.
 # Usage: tests/fuzz/run.sh BUILD_DIR SECONDS [TARGET]
-#   TARGET: schema (the default), call or plugin_desc: the executable
-#   BUILD_DIR/tests/fuzz/fuzz_TARGET.
+#   TARGET: schema (the default), call, plugin_desc or values: the
+#   executable BUILD_DIR/tests/fuzz/fuzz_TARGET.
 # Each target keeps the corpus it grows and its artifacts (crash-*, leak-*,
 # timeout-*, oom-*) in folders of its own under BUILD_DIR:
 #   schema       fuzz-corpus/, fuzz-seeds/, artifacts in BUILD_DIR/ itself
 #   call         fuzz-call/corpus/, fuzz-call/seeds/, artifacts in fuzz-call/
 #   plugin_desc  fuzz-plugin_desc/corpus/, .../seeds/, artifacts in fuzz-plugin_desc/
+#   values       fuzz-values/corpus/, .../seeds/, artifacts in fuzz-values/
 # Seeds: schema, one file per line of every schema file in ../shared/corpus;
 # call, one valid call of each op, written by the target itself
-# (OPREG_FUZZ_WRITE_SEEDS); plugin_desc, the three inputs below.
+# (OPREG_FUZZ_WRITE_SEEDS); plugin_desc and values, the inputs below.
 # Prints the number of executions and of crashes; exits 1 when there was any.
 # Logs: BUILD_DIR/fuzz.log (schema), BUILD_DIR/fuzz-TARGET.log.
 set -uo pipefail
@@ -28,14 +29,14 @@ case $name in
     artifacts="$build/"
     max_len=2048
     ;;
-  call | plugin_desc)
+  call | plugin_desc | values)
     seeds="$build/fuzz-$name/seeds"
     grown="$build/fuzz-$name/corpus"
     artifacts="$build/fuzz-$name/"
     max_len=$([ "$name" = call ] && echo 4096 || echo 1024)
     ;;
   *)
-    echo "unknown fuzz target '$name' (schema, call or plugin_desc)"
+    echo "unknown fuzz target '$name' (schema, call, plugin_desc or values)"
     exit 2
     ;;
 esac
@@ -66,6 +67,14 @@ if [ -z "$(ls -A "$seeds")" ]; then
       printf '\x00\x00\x00\x00\x00\x01\x00\x64\x09\x00\x00\x01\x00\x01\x00\x03\x00\x00\x00\x02\x00\x00\x04\x00\x00\x02\xa1' >"$seeds/init-fails"
       # A plugin of a later major version:
       printf '\x00\x00\x00\x00\xc2\x02\x00\x00\x09' >"$seeds/future-major"
+      ;;
+    values)
+      # The input format is in fuzz_values.c. A call that matches every type:
+      # str[] ["ab"], int[][] [[1]], int?[] [None], ("x", None, [1.0]), Any 7,
+      # Scalar[] [1], name None:
+      printf '\x0c\x01\x01\x02ab\x0d\x01\x07\x01\x01\x0d\x01\x00\x0e\x03\x06\x01\x01x\x00\x08\x01\x03\x03\x87\x0d\x01\x03\x01\x00' >"$seeds/all-match"
+      # Lists of lists, nested deep in the Any:
+      printf '\x0d\x01\x0d\x01\x0d\x01\x0d\x01\x0d\x01\x0c\x02\x01\x03abc\x00' >"$seeds/nested"
       ;;
   esac
 fi
