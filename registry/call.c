@@ -180,13 +180,14 @@ struct nest {
     size_t used;
 };
 
-static opreg_status nest_fail(const struct nest *n, opreg_status st, const char *what) {
+NOINLINE static opreg_status nest_fail(const struct nest *n, opreg_status st, const char *what) {
     const struct opreg__arg *a = &n->p->args[n->arg];
     return opreg__fail(st, "%s: argument '%s' (%s)%s%s: %s", n->p->op_name, a->name, a->type_text,
                        n->used ? " item " : "", n->path, what);
 }
 
-static opreg_status nest_mismatch(const struct nest *n, const opreg_type *t, const opreg_value *v) {
+NOINLINE static opreg_status nest_mismatch(const struct nest *n, const opreg_type *t,
+                                           const opreg_value *v) {
     char want[64], what[160];
     if (t)
         opreg_type_format(t, want, sizeof want);
@@ -198,12 +199,13 @@ static opreg_status nest_mismatch(const struct nest *n, const opreg_type *t, con
     return nest_fail(n, OPREG_ERR_TYPE_MISMATCH, what);
 }
 
-static opreg_status check_items(struct nest *n, const opreg_type *elem, const opreg_value *items,
-                                size_t len, const opreg_type *tuple, int depth);
+NOINLINE static opreg_status check_items(struct nest *n, const opreg_type *elem,
+                                         const opreg_value *items, size_t len,
+                                         const opreg_type *tuple, int depth);
 
 /* Check value @p v against type @p t (NULL for `Any`: its structure only). */
-static opreg_status check_nested(struct nest *n, const opreg_type *t, const opreg_value *v,
-                                 int depth) {
+NOINLINE static opreg_status check_nested(struct nest *n, const opreg_type *t, const opreg_value *v,
+                                          int depth) {
     if (depth > OPREG__MAX_NESTING)
         return nest_fail(n, OPREG_ERR_INVALID_ARGUMENT, "lists and tuples nest too deep");
     uint8_t optional = 0, elem_optional = 0;
@@ -262,8 +264,9 @@ static opreg_status check_nested(struct nest *n, const opreg_type *t, const opre
 
 /* Each item of a list (of element type @p elem) or of a tuple (of type
  * @p tuple), with its place added to the path. NULL types: `Any`. */
-static opreg_status check_items(struct nest *n, const opreg_type *elem, const opreg_value *items,
-                                size_t len, const opreg_type *tuple, int depth) {
+NOINLINE static opreg_status check_items(struct nest *n, const opreg_type *elem,
+                                         const opreg_value *items, size_t len,
+                                         const opreg_type *tuple, int depth) {
     size_t used = n->used;
     for (size_t j = 0; j < len; j++) {
         int m = snprintf(n->path + used, sizeof n->path - used, "[%zu]", j);

@@ -191,8 +191,11 @@ OPREG_API opreg_status opreg_op_arg_plan(opreg_arg_plan *out, const opreg_op *op
 /// filled in for missing ones; `Tensor!` arguments not read-only; and that
 /// the tensors are on one device (unless the kernel accepts mixed devices).
 /// @p rets receives the returns: @p nrets must be at least the schema's
-/// number of returns. A returned tensor is the caller's, to release with
-/// opreg_tensor_free(). Arrays are borrowed for the call only.
+/// number of returns. Each return is the caller's, to release with
+/// opreg_value_release() (a lone tensor also with opreg_tensor_free()); a
+/// string, list or tuple return is one block with the tensors it holds.
+/// On failure no return needs releasing. Arrays are borrowed for the call
+/// only.
 /// @return the kernel's status, or ::OPREG_ERR_TYPE_MISMATCH,
 /// ::OPREG_ERR_INVALID_ARGUMENT, ::OPREG_ERR_DEVICE_MISMATCH (naming the
 /// arguments), ::OPREG_ERR_NO_KERNEL (listing the keys that have kernels),

@@ -34,8 +34,11 @@ typedef struct opreg_op opreg_op;
 /// in schema order, defaults filled in and validated (a typed entry point
 /// passes them unchecked). The kernel writes each return into @p rets
 /// (`opreg_schema_num_returns()` slots; NULL when the op returns nothing).
-/// A returned tensor must come from opreg_tensor_empty() and then belongs to
-/// the caller. @p context is the pointer given at registration.
+/// A returned tensor must come from opreg_tensor_empty() (or be a view from
+/// opreg_tensor_view()) and then belongs to the caller; a returned string,
+/// list or tuple must be made by opreg_value_pack() and then belongs to the
+/// caller too. On failure the kernel leaves no return it made. @p context
+/// is the pointer given at registration.
 typedef opreg_status (*opreg_kernel_fn)(void *context, const opreg_op *op, const opreg_value *args,
                                         opreg_value *rets);
 
