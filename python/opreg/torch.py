@@ -190,9 +190,10 @@ def _fake_kernel(op):
 
 
 def _returning_kernel(op, types=None):
-    """A kernel that hands opreg's returns to torch. ``types``: torch's
-    spelling of each return type, when one needs more than to_torch():
-    opreg returns a ScalarType as its name and a Device as its text."""
+    """A kernel that hands opreg's returns to torch. ``types``: each return's
+    type as opreg's schema spells it (:func:`_return_types`), for those that
+    need more than to_torch(): opreg returns a ScalarType as its name and a
+    Device as its text."""
     if not types or not any(t in ("ScalarType", "Device") for t in types):
 
         def kernel(*args, **kwargs):

@@ -165,10 +165,10 @@ typedef struct opreg__py_frame {
     int nkeep;
     void *heap[2 * OPREG__PY_MAX_ARGS];
     int nheap;
-    /* Lists and tuples of values (nested.c): arrays chained through their
-     * first word, and a list of the Python objects they point into. */
+    /* Past those arrays (nested lists): blocks chained through their first
+     * word, and a list of the objects kept. */
     void *chain;
-    PyObject *nest_keep;
+    PyObject *more_keep;
     int64_t numel; /* elements of the call's tensors, together */
     /* The producer's work stream for the call's CUDA tensors (the first
      * tensor's that named one): the call runs on it. */
@@ -181,8 +181,12 @@ typedef struct opreg__py_frame {
 void opreg__py_frame_init(opreg__py_frame *f);
 
 /* Hold `o` (a new reference, stolen) until the frame is released. -1 with
- * an exception set (and `o` released) when the frame is full. */
+ * an exception set (and `o` released) when memory runs out. */
 int opreg__py_frame_keep(opreg__py_frame *f, PyObject *o);
+
+/* `bytes` bytes that live until the frame is released; NULL with an
+ * exception set. */
+void *opreg__py_frame_alloc(opreg__py_frame *f, size_t bytes);
 
 /* Release what the frame holds. */
 void opreg__py_frame_release(opreg__py_frame *f);
@@ -206,6 +210,8 @@ PyObject *opreg__py_returns_to(opreg_value *rets, uint32_t n);
 int opreg__py_to_int(PyObject *o, int64_t *out);
 int opreg__py_to_float(PyObject *o, double *out);
 int opreg__py_to_bool(PyObject *o, bool *out);
+/* A str (as UTF-8) or bytes (as they are), held by the frame. */
+int opreg__py_to_str(opreg__py_frame *f, PyObject *o, opreg_str *out);
 /* `Scalar`: a bool, an int or (anything float() takes) a float value. */
 int opreg__py_to_scalar(PyObject *o, opreg_value *v);
 int opreg__py_to_dtype(PyObject *o, opreg_dtype *out);
@@ -223,8 +229,6 @@ int opreg__py_nested_from(opreg__py_frame *f, const opreg_type *t, PyObject *o,
  * are UTF-8, else bytes); tensors in it pass to the new objects (their
  * slots are cleared). NULL with an exception set. */
 PyObject *opreg__py_nested_to(opreg_value *v);
-/* Free what nested conversions of a frame hold. */
-void opreg__py_nested_release(opreg__py_frame *f);
 
 /* A value of kind int, float, bool or str as Python; None for any other. */
 PyObject *opreg__py_plain_value(const opreg_value *v);

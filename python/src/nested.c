@@ -3,9 +3,8 @@
  * `int?[]`, `(str[], int)`, `Any`), and the strings, lists and tuples that
  * kernels return back into Python.
  *
- * An argument's arrays are chained on its call's frame and freed with it;
- * the Python objects they point into (UTF-8 bytes, tuples of list items)
- * are held in one list on the frame. */
+ * An argument's arrays and the Python objects they point into (UTF-8
+ * bytes, tuples of list items) are held by its call's frame. */
 #include "python/src/binding.h"
 
 #include <string.h>
@@ -17,38 +16,6 @@ struct path {
     char text[96];
     size_t used;
 };
-
-static void *chain_alloc(opreg__py_frame *f, size_t bytes) {
-    void **block = PyMem_Malloc(sizeof(void *) + (bytes ? bytes : 1));
-    if (!block) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    block[0] = f->chain;
-    f->chain = block;
-    return block + 1;
-}
-
-/* Hold `o` (a new reference, stolen) until the frame is released. */
-static int hold(opreg__py_frame *f, PyObject *o) {
-    if (!o) return -1;
-    if (!f->nest_keep && !(f->nest_keep = PyList_New(0))) {
-        Py_DECREF(o);
-        return -1;
-    }
-    int rc = PyList_Append(f->nest_keep, o);
-    Py_DECREF(o);
-    return rc;
-}
-
-void opreg__py_nested_release(opreg__py_frame *f) {
-    while (f->chain) {
-        void **block = f->chain;
-        f->chain = block[0];
-        PyMem_Free(block);
-    }
-    Py_CLEAR(f->nest_keep);
-}
 
 static int fail_type(const opreg__py_where *w, const struct path *p, const opreg_type *t,
                      PyObject *o) {
@@ -80,52 +47,32 @@ static PyObject *as_tuple(opreg__py_frame *f, PyObject *o) {
     if (PyTuple_Check(o)) return o;
     if (!PyList_Check(o)) return NULL;
     PyObject *t = PyList_AsTuple(o);
-    if (!t) return NULL;
-    Py_INCREF(t);
-    if (hold(f, t) < 0) {
-        Py_DECREF(t);
-        return NULL;
-    }
-    Py_DECREF(t); /* the frame's reference keeps it */
-    return t;
-}
-
-/* str (as UTF-8) or bytes, as they are; -1 with no exception for another type. */
-static int to_str(opreg__py_frame *f, PyObject *o, opreg_str *out) {
-    PyObject *b;
-    if (PyUnicode_Check(o)) {
-        b = PyUnicode_AsUTF8String(o);
-        if (!b) return -2;
-    } else if (PyBytes_Check(o)) {
-        Py_INCREF(o);
-        b = o;
-    } else {
-        return -1;
-    }
-    char *s;
-    Py_ssize_t len;
-    if (PyBytes_AsStringAndSize(b, &s, &len) < 0) {
-        Py_DECREF(b);
-        return -2;
-    }
-    if (hold(f, b) < 0) return -2;
-    out->ptr = s;
-    out->len = (size_t)len;
-    return 0;
+    if (!t || opreg__py_frame_keep(f, t) < 0) return NULL;
+    return t; /* the frame's reference keeps it */
 }
 
 static int from(opreg__py_frame *f, const opreg_type *t, PyObject *o, const opreg__py_where *w,
                 struct path *p, opreg_value *v, int depth);
 
-/* Item `i` of a list or tuple, with its place on the path. */
-static int from_item(opreg__py_frame *f, const opreg_type *t, PyObject *o, const opreg__py_where *w,
-                     struct path *p, opreg_value *v, int depth, Py_ssize_t i) {
+/* Add item `i` to the path; returns the length to go back to. */
+static size_t path_push(struct path *p, Py_ssize_t i) {
     size_t used = p->used;
     int m = snprintf(p->text + used, sizeof p->text - used, "[%zd]", i);
     p->used = used + (m > 0 && (size_t)m < sizeof p->text - used ? (size_t)m : 0);
-    int rc = from(f, t, o, w, p, v, depth + 1);
+    return used;
+}
+
+static void path_pop(struct path *p, size_t used) {
     p->used = used;
     p->text[used] = '\0';
+}
+
+/* Item `i` of a list or tuple, with its place on the path. */
+static int from_item(opreg__py_frame *f, const opreg_type *t, PyObject *o, const opreg__py_where *w,
+                     struct path *p, opreg_value *v, int depth, Py_ssize_t i) {
+    size_t used = path_push(p, i);
+    int rc = from(f, t, o, w, p, v, depth + 1);
+    path_pop(p, used);
     return rc;
 }
 
@@ -152,7 +99,7 @@ static int from_any(opreg__py_frame *f, PyObject *o, const opreg__py_where *w, s
     }
     if (PyUnicode_Check(o) || PyBytes_Check(o)) {
         opreg_str s;
-        if (to_str(f, o, &s) < 0) return -1;
+        if (opreg__py_to_str(f, o, &s) < 0) return -1;
         v->kind = OPREG_VALUE_STR;
         v->flags = 0;
         v->u.s.ptr = s.ptr;
@@ -169,7 +116,7 @@ static int from_any(opreg__py_frame *f, PyObject *o, const opreg__py_where *w, s
         return 0;
     }
     Py_ssize_t n = PyTuple_Size(items);
-    opreg_value *vals = chain_alloc(f, sizeof *vals * (size_t)n);
+    opreg_value *vals = opreg__py_frame_alloc(f, sizeof *vals * (size_t)n);
     if (!vals) return -1;
     for (Py_ssize_t i = 0; i < n; i++)
         if (from_item(f, NULL, PyTuple_GetItem(items, i), w, p, &vals[i], depth, i) < 0) return -1;
@@ -178,20 +125,19 @@ static int from_any(opreg__py_frame *f, PyObject *o, const opreg__py_where *w, s
 }
 
 /* A list whose items are numbers or strings, in the array form of its kind. */
-static int from_flat_list(opreg__py_frame *f, const opreg_type *t, const opreg_type *elem,
-                          PyObject *items, const opreg__py_where *w, struct path *p,
-                          opreg_value *v) {
+static int from_flat_list(opreg__py_frame *f, const opreg_type *elem, PyObject *items,
+                          const opreg__py_where *w, struct path *p, opreg_value *v) {
     Py_ssize_t n = PyTuple_Size(items);
     opreg_type_kind ek = opreg_type_get_kind(elem);
     size_t size = ek == OPREG_TYPE_STR ? sizeof(opreg_str) : 8;
-    void *arr = chain_alloc(f, size * (size_t)n);
+    void *arr = opreg__py_frame_alloc(f, size * (size_t)n);
     if (!arr) return -1;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *x = PyTuple_GetItem(items, i);
         int rc;
         switch (ek) {
         case OPREG_TYPE_STR:
-            rc = to_str(f, x, &((opreg_str *)arr)[i]);
+            rc = opreg__py_to_str(f, x, &((opreg_str *)arr)[i]);
             break;
         case OPREG_TYPE_FLOAT:
             rc = opreg__py_to_float(x, &((double *)arr)[i]);
@@ -205,9 +151,7 @@ static int from_flat_list(opreg__py_frame *f, const opreg_type *t, const opreg_t
             break;
         }
         if (rc == 0) continue;
-        size_t used = p->used;
-        snprintf(p->text + used, sizeof p->text - used, "[%zd]", i);
-        p->used = strlen(p->text);
+        path_push(p, i); /* the error names the item */
         if (rc == -2 && ek == OPREG_TYPE_STR) return -1;
         return rc == -2 ? fail_range(w, p, elem) : fail_type(w, p, elem, x);
     }
@@ -218,7 +162,6 @@ static int from_flat_list(opreg__py_frame *f, const opreg_type *t, const opreg_t
               : ek == OPREG_TYPE_FLOAT                            ? OPREG_VALUE_FLOAT_LIST
               : ek == OPREG_TYPE_BOOL || ek == OPREG_TYPE_SYMBOOL ? OPREG_VALUE_BOOL_LIST
                                                                   : OPREG_VALUE_INT_LIST;
-    (void)t;
     return 0;
 }
 
@@ -254,8 +197,8 @@ static int from(opreg__py_frame *f, const opreg_type *t, PyObject *o, const opre
         if (k == OPREG_TYPE_LIST &&
             (ek == OPREG_TYPE_STR || ek == OPREG_TYPE_INT || ek == OPREG_TYPE_SYMINT ||
              ek == OPREG_TYPE_FLOAT || ek == OPREG_TYPE_BOOL || ek == OPREG_TYPE_SYMBOOL))
-            return from_flat_list(f, t, elem, items, w, p, v);
-        opreg_value *vals = chain_alloc(f, sizeof *vals * (size_t)n);
+            return from_flat_list(f, elem, items, w, p, v);
+        opreg_value *vals = opreg__py_frame_alloc(f, sizeof *vals * (size_t)n);
         if (!vals) return -1;
         for (Py_ssize_t i = 0; i < n; i++) {
             const opreg_type *et = k == OPREG_TYPE_TUPLE ? opreg_type_element(t, (size_t)i) : elem;
@@ -270,7 +213,7 @@ static int from(opreg__py_frame *f, const opreg_type *t, PyObject *o, const opre
         return from_any(f, o, w, p, v, depth);
     case OPREG_TYPE_STR: {
         opreg_str s;
-        rc = to_str(f, o, &s);
+        rc = opreg__py_to_str(f, o, &s);
         if (rc == -2) return -1;
         if (rc == 0) {
             v->kind = OPREG_VALUE_STR;

@@ -26,7 +26,7 @@ void opreg__py_frame_init(opreg__py_frame *f) {
     f->numel = 0;
     f->has_stream = false;
     f->chain = NULL;
-    f->nest_keep = NULL;
+    f->more_keep = NULL;
 }
 
 static opreg__py_tensor *new_slot(opreg__py_frame *f) {
@@ -44,25 +44,34 @@ static opreg__py_tensor *new_slot(opreg__py_frame *f) {
     return &f->blocks->slots[f->blocks->used++];
 }
 
-static void *frame_alloc(opreg__py_frame *f, size_t bytes) {
-    if (f->nheap == 2 * OPREG__PY_MAX_ARGS) {
-        PyErr_SetString(PyExc_MemoryError, "too many list arguments");
-        return NULL;
+void *opreg__py_frame_alloc(opreg__py_frame *f, size_t bytes) {
+    if (f->nheap < 2 * OPREG__PY_MAX_ARGS) {
+        void *p = PyMem_Malloc(bytes ? bytes : 1);
+        if (!p) return PyErr_NoMemory();
+        f->heap[f->nheap++] = p;
+        return p;
     }
-    void *p = PyMem_Malloc(bytes ? bytes : 1);
-    if (!p) return PyErr_NoMemory();
-    f->heap[f->nheap++] = p;
-    return p;
+    /* More arrays than a flat call has (nested lists): chained blocks. */
+    void **block = PyMem_Malloc(sizeof(void *) + (bytes ? bytes : 1));
+    if (!block) return PyErr_NoMemory();
+    block[0] = f->chain;
+    f->chain = block;
+    return block + 1;
 }
 
 int opreg__py_frame_keep(opreg__py_frame *f, PyObject *o) {
-    if (f->nkeep == 2 * OPREG__PY_MAX_ARGS) {
+    if (f->nkeep < 2 * OPREG__PY_MAX_ARGS) {
+        f->keep[f->nkeep++] = o;
+        return 0;
+    }
+    /* More objects than a flat call keeps (nested lists): one list more. */
+    if (!f->more_keep && !(f->more_keep = PyList_New(0))) {
         Py_DECREF(o);
-        PyErr_SetString(PyExc_MemoryError, "too many str arguments");
         return -1;
     }
-    f->keep[f->nkeep++] = o;
-    return 0;
+    int rc = PyList_Append(f->more_keep, o);
+    Py_DECREF(o);
+    return rc;
 }
 
 void opreg__py_frame_release(opreg__py_frame *f) {
@@ -79,7 +88,12 @@ void opreg__py_frame_release(opreg__py_frame *f) {
         Py_DECREF(f->keep[i]);
     for (int i = 0; i < f->nheap; i++)
         PyMem_Free(f->heap[i]);
-    opreg__py_nested_release(f);
+    while (f->chain) {
+        void **block = f->chain;
+        f->chain = block[0];
+        PyMem_Free(block);
+    }
+    Py_CLEAR(f->more_keep);
 }
 
 void opreg__py_frame_release_keeping_error(opreg__py_frame *f) {
@@ -184,6 +198,24 @@ static PyObject *name_bytes(PyObject *o) {
     return b;
 }
 
+int opreg__py_to_str(opreg__py_frame *f, PyObject *o, opreg_str *out) {
+    PyObject *b;
+    if (PyUnicode_Check(o)) {
+        if (!(b = PyUnicode_AsUTF8String(o))) return -2;
+    } else if (PyBytes_Check(o)) { /* any bytes: an IPC handle, say */
+        Py_INCREF(o);
+        b = o;
+    } else {
+        return -1;
+    }
+    char *s;
+    Py_ssize_t len;
+    if (opreg__py_frame_keep(f, b) < 0 || PyBytes_AsStringAndSize(b, &s, &len) < 0) return -2;
+    out->ptr = s;
+    out->len = (size_t)len;
+    return 0;
+}
+
 int opreg__py_to_scalar(PyObject *o, opreg_value *v) {
     if (o == Py_True || o == Py_False) {
         *v = opreg_bool_value(o == Py_True);
@@ -251,7 +283,7 @@ static int to_list(opreg__py_frame *f, const opreg_arg_plan *a, PyObject *o,
     }
     opreg__py_where iw = *w;
     if (a->kind == OPREG_VALUE_TENSOR_LIST) {
-        DLTensor **items = frame_alloc(f, sizeof(DLTensor *) * (size_t)n);
+        DLTensor **items = opreg__py_frame_alloc(f, sizeof(DLTensor *) * (size_t)n);
         if (!items) return -1;
         bool any_readonly = false;
         for (Py_ssize_t i = 0; i < n; i++) {
@@ -269,7 +301,7 @@ static int to_list(opreg__py_frame *f, const opreg_arg_plan *a, PyObject *o,
         if (any_readonly) v->flags = OPREG_VALUE_READONLY;
         return 0;
     }
-    void *items = frame_alloc(f, 8 * (size_t)n);
+    void *items = opreg__py_frame_alloc(f, 8 * (size_t)n);
     if (!items) return -1;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *x = single ? NULL : PyTuple_GetItem(o, i);
@@ -351,30 +383,18 @@ int opreg__py_value_from(opreg__py_frame *f, const opreg_arg_plan *a, PyObject *
         v->kind = OPREG_VALUE_BOOL;
         rc = opreg__py_to_bool(o, &v->u.b);
         break;
-    case OPREG_VALUE_STR:
-        if (PyUnicode_Check(o)) {
-            PyObject *b = PyUnicode_AsUTF8String(o);
-            char *s;
-            Py_ssize_t len;
-            if (!b || opreg__py_frame_keep(f, b) < 0 || PyBytes_AsStringAndSize(b, &s, &len) < 0)
-                return -1;
+    case OPREG_VALUE_STR: {
+        opreg_str str;
+        rc = opreg__py_to_str(f, o, &str);
+        if (rc == -2) return -1;
+        if (rc == 0) {
             v->kind = OPREG_VALUE_STR;
-            v->u.s.ptr = s;
-            v->u.s.len = (size_t)len;
-            return 0;
-        }
-        if (PyBytes_Check(o)) { /* any bytes, as str[] items take them */
-            char *s;
-            Py_ssize_t len;
-            Py_INCREF(o);
-            if (opreg__py_frame_keep(f, o) < 0 || PyBytes_AsStringAndSize(o, &s, &len) < 0)
-                return -1;
-            v->kind = OPREG_VALUE_STR;
-            v->u.s.ptr = s;
-            v->u.s.len = (size_t)len;
+            v->u.s.ptr = str.ptr;
+            v->u.s.len = str.len;
             return 0;
         }
         break;
+    }
     case OPREG_VALUE_SCALAR_TYPE: {
         opreg_dtype d;
         rc = opreg__py_to_dtype(o, &d);
