@@ -210,6 +210,7 @@ NOINLINE static opreg_status check_nested(struct nest *n, const opreg_type *t, c
         return nest_fail(n, OPREG_ERR_INVALID_ARGUMENT, "lists and tuples nest too deep");
     uint8_t optional = 0, elem_optional = 0;
     uint8_t want = t ? opreg__kind_of_type(t, &optional, &elem_optional) : OPREG__KIND_ANY;
+    if (want == OPREG__KIND_ANY) t = NULL; /* `Any` and `Any?`: the structure only */
     if (v->kind == OPREG_VALUE_NONE && (optional || want == OPREG__KIND_ANY)) return OPREG_OK;
     if (want == OPREG__KIND_SCALAR &&
         (v->kind == OPREG_VALUE_INT || v->kind == OPREG_VALUE_FLOAT || v->kind == OPREG_VALUE_BOOL))
@@ -284,7 +285,6 @@ NOINLINE static opreg_status check_arg(const struct opreg__plan *p, uint32_t i,
     uint32_t want = p->args[i].kind;
     if ((want >= OPREG_VALUE_STR_LIST && want <= OPREG_VALUE_TUPLE) || want == OPREG__KIND_ANY) {
         struct nest n = { p, i, "", 0 };
-        if (want == OPREG__KIND_ANY) return check_nested(&n, NULL, v, 0);
         return check_nested(&n, p->args[i].type, v, 0);
     }
     /* OPREG__KIND_SCALAR and _UNSUPPORTED are expectations, never the kind

@@ -52,18 +52,34 @@ opreg_value opreg_str_value(const char *s) {
 
 /* ---- owned values --------------------------------------------------------- */
 
-#define MAX_DEPTH 32
-
 static size_t round8(size_t n) {
     return (n + 7) & ~(size_t)7;
+}
+
+/* The item size of the flat lists, whose payloads share one layout (an item
+ * pointer, then a length); 0 for every other kind. */
+static size_t flat_item_size(uint32_t kind) {
+    switch (kind) {
+    case OPREG_VALUE_TENSOR_LIST:
+        return sizeof(DLTensor *);
+    case OPREG_VALUE_INT_LIST:
+        return sizeof(int64_t);
+    case OPREG_VALUE_FLOAT_LIST:
+        return sizeof(double);
+    case OPREG_VALUE_BOOL_LIST:
+        return sizeof(bool);
+    default:
+        return 0;
+    }
 }
 
 /* Add to *need the bytes that the payload of @p v takes in a packed block
  * (nothing for kinds whose payload is inline). */
 static opreg_status measure(const opreg_value *v, int depth, size_t *need) {
-    if (depth > MAX_DEPTH)
+    if (depth > OPREG__MAX_NESTING)
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
-                           "opreg_value_pack: lists and tuples nest deeper than %d", MAX_DEPTH);
+                           "opreg_value_pack: lists and tuples nest deeper than %d",
+                           OPREG__MAX_NESTING);
     size_t len = 0, item_size = 0;
     const void *items = NULL;
     switch (v->kind) {
@@ -83,16 +99,10 @@ static opreg_status measure(const opreg_value *v, int depth, size_t *need) {
         }
         break;
     case OPREG_VALUE_TENSOR_LIST:
-        len = v->u.tensors.len, items = v->u.tensors.items, item_size = sizeof(DLTensor *);
-        break;
     case OPREG_VALUE_INT_LIST:
-        len = v->u.ints.len, items = v->u.ints.items, item_size = sizeof(int64_t);
-        break;
     case OPREG_VALUE_FLOAT_LIST:
-        len = v->u.floats.len, items = v->u.floats.items, item_size = sizeof(double);
-        break;
     case OPREG_VALUE_BOOL_LIST:
-        len = v->u.bools.len, items = v->u.bools.items, item_size = sizeof(bool);
+        len = v->u.ints.len, items = v->u.ints.items, item_size = flat_item_size(v->kind);
         break;
     case OPREG_VALUE_STR_LIST:
         len = v->u.strs.len, items = v->u.strs.items;
@@ -145,10 +155,7 @@ static void fill(opreg_value *out, const opreg_value *in, char **at) {
     case OPREG_VALUE_INT_LIST:
     case OPREG_VALUE_FLOAT_LIST:
     case OPREG_VALUE_BOOL_LIST: {
-        size_t size = in->kind == OPREG_VALUE_TENSOR_LIST ? sizeof(DLTensor *)
-                      : in->kind == OPREG_VALUE_BOOL_LIST ? sizeof(bool)
-                                                          : 8;
-        size_t n = in->u.ints.len * size;
+        size_t n = in->u.ints.len * flat_item_size(in->kind);
         if (n) memcpy(*at, in->u.ints.items, n);
         out->u.ints.items = (const int64_t *)(const void *)*at;
         *at += round8(n);

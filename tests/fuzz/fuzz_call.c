@@ -34,6 +34,7 @@
  * decodes into a valid call, then exits. */
 #define _POSIX_C_SOURCE 200809L
 
+#include "fuzz_input.h"
 #include "opreg/opreg.h"
 
 #include <float.h>
@@ -111,45 +112,11 @@ static void unpoison(const void *p, size_t n) {
 
 /* ---- reading the input ------------------------------------------------------- */
 
-typedef struct reader {
-    const uint8_t *p;
-    size_t n;
-} reader;
-
-static uint8_t u8(reader *r) {
-    if (!r->n) return 0;
-    r->n--;
-    return *r->p++;
-}
-
 static uint64_t u64(reader *r) {
     uint64_t v = 0;
     for (int i = 0; i < 8; i++)
         v |= (uint64_t)u8(r) << (8 * i);
     return v;
-}
-
-/* Every allocation of one input, freed at its end. */
-static void **allocs;
-static size_t nallocs, cap_allocs;
-
-static void *alloc(size_t n) {
-    if (nallocs == cap_allocs) {
-        size_t cap = cap_allocs ? 2 * cap_allocs : 256;
-        void **v = realloc(allocs, cap * sizeof *v);
-        if (!v) abort();
-        allocs = v;
-        cap_allocs = cap;
-    }
-    void *p = calloc(1, n ? n : 1);
-    if (!p) abort();
-    allocs[nallocs++] = p;
-    return p;
-}
-
-static void free_allocs(void) {
-    while (nallocs)
-        free(allocs[--nallocs]);
 }
 
 /* ---- the ops ------------------------------------------------------------------- */

@@ -14,43 +14,15 @@
  *    passed, and otherwise refuse with a message, the kernel not run.
  * Every array and string is allocated at exactly its size, so ASan sees a
  * read past the end. */
+#include "fuzz_input.h"
 #include "opreg/opreg.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define MAX_NEST   32 /* opreg's limit on nesting, for both pack and calls */
 #define MAX_DECODE 40 /* how deep the decoder goes */
 #define NARGS      7
-
-typedef struct reader {
-    const uint8_t *p;
-    size_t n;
-} reader;
-
-static uint8_t u8(reader *r) {
-    if (!r->n) return 0;
-    r->n--;
-    return *r->p++;
-}
-
-/* Everything one input allocates, freed after it. */
-static void *allocs[4096];
-static size_t nallocs;
-
-static void *alloc(size_t bytes) {
-    if (nallocs == sizeof allocs / sizeof *allocs) return NULL;
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) abort();
-    allocs[nallocs++] = p;
-    return p;
-}
-
-static void free_allocs(void) {
-    while (nallocs)
-        free(allocs[--nallocs]);
-}
 
 static DLTensor dummy; /* a tensor the kernel never reads */
 
@@ -63,7 +35,6 @@ static const char *bytes_of(reader *r, size_t *len) {
     }
     *len = u8(r) % 8;
     char *s = alloc(*len);
-    if (!s) return NULL;
     for (size_t i = 0; i < *len; i++)
         s[i] = (char)u8(r);
     return s;
