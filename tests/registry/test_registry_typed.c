@@ -48,11 +48,11 @@ static void define_all(opreg_registry *reg) {
         "add.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
         "noargs() -> int",
         "meta(str[] handles, int[][] offsets, (str, int) pair, Scalar x) -> (str[], int[][])",
+        "maybe_ints(int?[] xs) -> ()",
     };
-    static const char *names[] = {
-        "rms_norm", "mixed", "make", "query", "add.out", "noargs", "meta"
-    };
-    for (int i = 0; i < 7; i++) {
+    static const char *names[] = { "rms_norm", "mixed",  "make", "query",
+                                   "add.out",  "noargs", "meta", "maybe_ints" };
+    for (int i = 0; i < 8; i++) {
         opreg_library_def(NULL, lib, defs[i]);
         opreg_library_impl_fn(lib, names[i], OPREG_KEY_NONE, record, NULL);
         opreg_library_impl_fn(lib, names[i], OPREG_KEY_META, record, NULL);
@@ -131,6 +131,11 @@ TEST(returns) {
     opreg_value_release(&hs);
     opreg_value_release(&os);
     CHECK(hs.kind == OPREG_VALUE_NONE && os.kind == OPREG_VALUE_NONE);
+    /* int?[] is a list of values too (Tensor?[] stays a tensor array). */
+    opreg_value maybe[2] = { opreg_int_value(3), opreg_none() };
+    CHECK_OK(opreg_op_tt_maybe_ints(opreg_list_value(maybe, 2)));
+    CHECK(seen[0].kind == OPREG_VALUE_LIST && seen[0].u.list.len == 2 &&
+          seen[0].u.list.items[1].kind == OPREG_VALUE_NONE);
 }
 
 TEST(handle_variant_on_another_registry) {

@@ -83,8 +83,10 @@ static bool boxed_param(const opreg_type *t) {
     if (k != OPREG_TYPE_LIST) return false;
     const opreg_type *e = opreg_type_element(t, 0);
     opreg_type_kind ek = opreg_type_get_kind(e);
+    if (ek == OPREG_TYPE_OPTIONAL) /* Tensor?[] is a tensor list; int?[] a list of values */
+        return opreg_type_get_kind(opreg_type_element(e, 0)) != OPREG_TYPE_TENSOR;
     const char *ctor;
-    return ek != OPREG_TYPE_TENSOR && ek != OPREG_TYPE_OPTIONAL && !list_info(ek, &ctor);
+    return ek != OPREG_TYPE_TENSOR && !list_info(ek, &ctor);
 }
 
 /* One argument's C parameter and value expression; false when unsupported. */
