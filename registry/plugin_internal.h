@@ -13,6 +13,7 @@
 #ifndef OPREG_REGISTRY_PLUGIN_INTERNAL_H
 #define OPREG_REGISTRY_PLUGIN_INTERNAL_H
 
+#include "common/dynload.h"
 #include "registry/internal.h"
 
 #include <stdlib.h>
@@ -57,22 +58,6 @@ static inline char *opreg__plugin_dup(const char *s) {
  * the size it is lent. */
 extern const opreg_host opreg__plugin_host;
 
-/* ---- dynamic loading (dynload.c) ---------------------------------------------- */
-
-/* Open the shared library at @p path with all its symbols bound now and
- * kept local to it. NULL on failure, with *why set to the loader's reason
- * (static or thread-local text, good until the next call here). */
-void *opreg__dl_open(const char *path, const char **why);
-/* A function of a shared library, as a type that every function pointer
- * converts to and back: its user converts it to the function's own type. */
-typedef void (*opreg__dl_fn)(void);
-/* The function that @p handle exports as @p name, or NULL. */
-opreg__dl_fn opreg__dl_func(void *handle, const char *name);
-void opreg__dl_close(void *handle);
-/* The folder of the file that holds opreg's code: libopreg.so, or the
- * program it is linked into statically. Written into @p buf (@p cap bytes)
- * without a final '/'; false, leaving @p buf as it was, when unknown or too
- * long. */
-bool opreg__dl_self_dir(char *buf, size_t cap);
+/* Dynamic loading: common/dynload.h. */
 
 #endif

@@ -1,10 +1,11 @@
-/* The platform's dynamic loading, for the plugin loader: open, look up and
+/* The platform's dynamic loading (common/dynload.h): open, look up and
  * close a shared library, the loader's error text, and where opreg's own
- * code was loaded from. The one file of registry/ that names <dlfcn.h>. */
+ * code was loaded from. The one file of the library that names <dlfcn.h>. */
 #define _GNU_SOURCE /* dladdr */
-#include "registry/plugin_internal.h"
+#include "common/dynload.h"
 
 #include <dlfcn.h>
+#include <string.h>
 
 void *opreg__dl_open(const char *path, const char **why) {
     dlerror(); /* an earlier failure's text must not be taken for this one's */
