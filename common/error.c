@@ -39,6 +39,11 @@ void opreg_clear_error(void) {
     last_error[0] = '\0';
 }
 
+opreg_status opreg_set_error(opreg_status status, const char *message) {
+    snprintf(last_error, sizeof last_error, "%s", message ? message : "");
+    return status;
+}
+
 const char *opreg_version(void) {
 #define STR_(x) #x
 #define STR(x)  STR_(x)

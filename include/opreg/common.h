@@ -52,7 +52,9 @@ extern "C" {
     X(OPREG_ERR_PLUGIN, 15, "plugin failed to load")                                               \
     X(OPREG_ERR_DEVICE, 16, "device runtime error")                                                \
     X(OPREG_ERR_IO, 17, "input/output error")                                                      \
-    X(OPREG_ERR_INTERNAL, 18, "internal error")
+    X(OPREG_ERR_INTERNAL, 18, "internal error")                                                    \
+    X(OPREG_ERR_COMMUNICATION, 19, "collective communication failed")                              \
+    X(OPREG_ERR_TIMEOUT, 20, "timed out")
 
 /// Status returned by every fallible function. The numbers are stable: a
 /// program may store them, and a plugin built against an older minor version
@@ -124,6 +126,13 @@ typedef enum opreg_status {
 /// @var OPREG_ERR_INTERNAL
 /// An internal invariant broke, or a library opreg uses failed in a way it
 /// does not expect; worth a bug report with the message.
+/// @var OPREG_ERR_COMMUNICATION
+/// A process group's engine (MPI, NCCL) reported an error, or a rank of
+/// the group failed; the message names the op, the group, this rank and
+/// carries the engine's text (include/opreg/collective.h).
+/// @var OPREG_ERR_TIMEOUT
+/// A collective did not finish within its group's timeout; the group was
+/// aborted and cannot be used again.
 
 /// The short description of a status code, e.g. "schema syntax error".
 /// Never NULL; an unknown code gives "unknown status". The string is static.
@@ -140,6 +149,12 @@ OPREG_API const char *opreg_last_error(void);
 
 /// Forget the last error of this thread; opreg_last_error() then returns "".
 OPREG_API void opreg_clear_error(void);
+
+/// Set this thread's last error to @p message (copied; NULL gives "") and
+/// return @p status: for libraries built on opreg (process-group engines,
+/// wrappers) whose functions report failures the way opreg's own do.
+/// Plugins use their host table's `set_error` instead.
+OPREG_API opreg_status opreg_set_error(opreg_status status, const char *message);
 
 /// The run-time version, "MAJOR.MINOR.PATCH". The string is static.
 OPREG_API const char *opreg_version(void);
