@@ -8,11 +8,13 @@
  * a table that says why it is unavailable.
  *
  * Libraries, in the order the process-default registry opens them: the
- * catalogue's definitions, then its kernels under each key. */
+ * catalogue's definitions, then its kernels under each key; then the
+ * collectives of `dist` (collective/), the same way. */
 #include "registry/builtins.h"
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/meta/meta_backend.h"
+#include "collective/collective_internal.h"
 #include "ops/register/catalogue.h"
 
 #include <stdio.h>
@@ -48,10 +50,18 @@ void opreg__builtin_keys(void) {
 typedef opreg_status (*library_init)(opreg_registry *reg, opreg_library **out);
 
 static const library_init libraries[] = {
-    opreg_library_init__C,           opreg_library_impl_init__C_REFERENCE,
-    opreg_library_impl_init__C_META, opreg_library_impl_init__C_CPU,
+    opreg_library_init__C,
+    opreg_library_impl_init__C_REFERENCE,
+    opreg_library_impl_init__C_META,
+    opreg_library_impl_init__C_CPU,
 #ifdef OPREG_HAVE_CUDA
     opreg_library_impl_init__C_CUDA,
+#endif
+    opreg_library_init_dist,
+    opreg_library_impl_init_dist_META,
+    opreg_library_impl_init_dist_CPU,
+#ifdef OPREG_HAVE_CUDA
+    opreg_library_impl_init_dist_CUDA,
 #endif
 };
 

@@ -16,6 +16,7 @@ packages=(
   libdnnl-dev                              # oneDNN, for the CPU matmul kernels
   python3-dev                              # Python headers: the binding (python/)
   pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers  # the OpenCL backend plugin, run on the CPU
+  libopenmpi-dev openmpi-bin               # Open MPI: the CPU process groups (libopreg_mpi) and mpiexec
 )
 if [ "${1:-}" = "--test" ]; then
   packages+=(

@@ -14,5 +14,6 @@
 #include "opreg/plugin.h"
 #include "opreg/provider.h"
 #include "opreg/threads.h"
+#include "opreg/collective.h"
 
 #endif

@@ -48,7 +48,8 @@ def skip(name, why):
 
 print("torch", torch.__version__, "python", sys.version.split()[0], "exchange API", HAS_EXCHANGE)
 reg = opreg.torch.register("_C")
-NAMES = opreg.list_ops()
+# The catalogue (`_C`); the `dist` collectives need a process group.
+NAMES = [n for n in opreg.list_ops() if n.startswith("_C::")]
 
 
 def short(name):
