@@ -3,7 +3,8 @@
 # repository root:
 #   1. configure and build with -DOPREG_CUDA=ON into build-gpu/ (the
 #      library, the tool and the cuda tests only);
-#   2. run the tests labelled `cuda` (ctest -L cuda);
+#   2. run the tests labelled `cuda` (ctest -L cuda; test_nccl among them
+#      needs libnccl.so.2, looked for under CUDA_HOME's lib folders too);
 #   3. run them again under compute-sanitizer --tool memcheck;
 #   4. run `opreg bench --json ops --device cuda`: each memory-bound op's
 #      GB/s beside a device-to-device copy measured in the same run.
@@ -99,11 +100,22 @@ log "opreg gpu-check $(date -u +%Y-%m-%dT%H:%MZ) on ${card:-no nvidia-smi}, $(nv
 step "configure" 120 cmake -S . -B "$build" -DOPREG_CUDA=ON -DOPREG_WERROR="${GPU_CHECK_WERROR:-OFF}" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_COMPILER="$cuda_home/bin/nvcc" "${cmake_extra[@]}" &&
 step "build" 300 cmake --build "$build" -j"$jobs" --target opreg_tool test_cuda_math \
-  test_cuda_backend test_cuda_ops test_cuda_bad_inputs
+  test_cuda_backend test_cuda_ops test_cuda_bad_inputs test_nccl
 built=$?
 
 if [ $built -eq 0 ]; then
   export OPREG_GPU_BUILD=$build
+  # test_nccl opens libnccl.so.2 (as libopreg does): the toolkit's copy
+  # when the loader knows none; only that folder is added.
+  if ! ldconfig -p 2>/dev/null | grep 'libnccl\.so\.2 ' >/dev/null; then
+    for d in "$cuda_home/lib64" "$cuda_home/lib"; do
+      if [ -e "$d/libnccl.so.2" ]; then
+        export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
+        log "libnccl.so.2 from $d"
+        break
+      fi
+    done
+  fi
   # A skipped test means no device was seen: a failure on a GPU machine.
   # shellcheck disable=SC2016
   step "ctest -L cuda" 150 bash -c '
@@ -111,7 +123,8 @@ if [ $built -eq 0 ]; then
       tee "$OPREG_GPU_BUILD/ctest-cuda.log"
     rc=${PIPESTATUS[0]}
     if grep -q "(Skipped)" "$OPREG_GPU_BUILD/ctest-cuda.log"; then
-      echo "a cuda test was skipped: no CUDA device was seen"
+      echo "a cuda test was skipped: no CUDA device was seen (test_nccl: or no libnccl.so.2):"
+      grep "(Skipped)" "$OPREG_GPU_BUILD/ctest-cuda.log"
       exit 3
     fi
     exit $rc'
@@ -124,7 +137,8 @@ if [ $built -eq 0 ]; then
   step "memcheck (cuda tests)" 200 bash -c '
     [ -n "$OPREG_SANITIZER" ] || { echo "compute-sanitizer not found (CUDA_HOME?)"; exit 127; }
     rc=0
-    for t in test_cuda_backend test_cuda_ops test_cuda_bad_inputs; do
+    # test_nccl last: NCCL under memcheck is the slowest to start.
+    for t in test_cuda_backend test_cuda_ops test_cuda_bad_inputs test_nccl; do
       echo "---- $t"
       "$OPREG_SANITIZER" --tool memcheck --error-exitcode 99 --leak-check no \
         "$OPREG_GPU_BUILD/tests/backends/cuda/$t" || rc=1

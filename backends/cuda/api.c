@@ -1,7 +1,9 @@
 /* The public CUDA functions of include/opreg/cuda.h: the per-thread current
  * stream of each device, copies and synchronisation. Built in every
  * configuration; without the CUDA backend, or without a device, the calls
- * that need one report the backend unavailable. */
+ * that need one report the backend unavailable. Without the backend this
+ * file also holds opreg_nccl_group_create(), which then only says so (with
+ * it, the NCCL engine in nccl.c defines it). */
 #include "common/internal.h"
 #include "opreg/backend.h"
 #include "opreg/cuda.h"
@@ -79,3 +81,12 @@ opreg_status opreg_cuda_memcpy(void *dst, const void *src, size_t bytes, int dev
     return OPREG_OK;
 #endif
 }
+
+#ifndef OPREG_HAVE_CUDA
+opreg_status opreg_nccl_group_create(const char *name, void *nccl_comm, uint32_t flags,
+                                     uint32_t timeout_ms) {
+    (void)name, (void)nccl_comm, (void)flags, (void)timeout_ms;
+    return opreg__fail(OPREG_ERR_BACKEND_UNAVAILABLE,
+                       "opreg_nccl_group_create: opreg was built without the CUDA backend");
+}
+#endif
