@@ -3,7 +3,8 @@
 # PyTorch's printed forms; then print the backends and the device x op
 # support matrix of the catalogue, and run every op on every available
 # backend (cpu, reference, and cuda or the OpenCL plugin where present),
-# comparing with the reference.
+# comparing with the reference; and, where MPI is present, a tensor-parallel
+# MLP block across 2 ranks, compared with the block in one process.
 # Usage: tools/demo.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,3 +70,14 @@ for op in $("$opreg" matrix --namespace _C | awk '/^_C::/ {print $1}'); do
 done
 echo
 echo "== $ok runs within tolerance, $unsupported not supported on the device, $bad failed"
+
+# The tensor-parallel MLP across 2 MPI ranks, where MPI is present.
+if command -v mpiexec >/dev/null 2>&1 && [ -x "$build/tools/opreg_tp_mlp" ]; then
+  echo
+  echo "-- a tensor-parallel MLP block on 2 MPI ranks (column-parallel linear, silu_and_mul, row-parallel linear, dist::all_reduce_):"
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
+    mpiexec --bind-to none -n 2 "$build/tools/opreg_tp_mlp"
+else
+  echo
+  echo "-- (no mpiexec or no opreg_tp_mlp: the tensor-parallel demo is skipped; tools/deps.sh installs Open MPI)"
+fi

@@ -66,7 +66,8 @@ void op_case_close(struct op_case *c);
     X(ops, "memory-bound ops beside a STREAM triad, linear beside raw oneDNN")                     \
     X(threads, "serving-size ops on one thread and on all, quiet and beside a busy process")       \
     X(small, "every op of the catalogue at serving sizes, beside the triad")                       \
-    X(python, "a call of opreg.ops._C.rms_norm from Python beside a trivial function call")
+    X(python, "a call of opreg.ops._C.rms_norm from Python beside a trivial function call")        \
+    X(collectives, "all_reduce through the registry beside raw MPI_Allreduce (under mpiexec)")
 
 #define X(name, summary) int bench_##name(const struct bench_ctx *ctx);
 OPREG_BENCH_SUITES(X)
