@@ -12,7 +12,9 @@
 #include "collective/collective_internal.h"
 
 #include "common/internal.h"
+#include "ops/ops_internal.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,39 +36,37 @@ static const char *const schemas[] = {
 /* ---- argument checks ------------------------------------------------------ */
 
 static bool is_meta(const DLTensor *t) {
-    return t->device.device_type == OPREG_DEVICE_META;
+    return opreg__is_meta(t);
 }
 
+/* The first element; NULL for a tensor without data. */
 static void *data_of(const DLTensor *t) {
-    return (char *)t->data + t->byte_offset;
+    return opreg__ptr(t);
 }
 
+/* The catalogue's tensor checks (ops/ops_internal.h): rank and sizes sane,
+ * a known dtype, data unless Meta or empty; then contiguous. */
 static opreg_status check_tensor(const char *op, const char *arg, const DLTensor *t,
                                  opreg_dtype *dtype) {
-    if (opreg_dtype_from_dlpack(dtype, t->dtype) != OPREG_OK)
-        return opreg__fail(OPREG_ERR_SHAPE, "%s: '%s' has a dtype opreg does not know", op, arg);
-    if (!opreg_tensor_is_contiguous(t))
-        return opreg__fail(OPREG_ERR_SHAPE, "%s: '%s' must be contiguous", op, arg);
+    OPREG__TRY(opreg__chk_tensor(op, arg, t, OPREG__DTS_ANY, -1));
+    OPREG__TRY(opreg__chk_contig(op, arg, t));
+    *dtype = (opreg_dtype)opreg__dtype_of(t);
     return OPREG_OK;
 }
 
-/* out and input: both contiguous, one dtype, one device, and out either is
- * input or does not overlap it. */
+/* out and input: both valid and contiguous, of one dtype; out either is
+ * input exactly (in place, when @p alias_ok) or does not overlap it. */
 static opreg_status check_pair(const char *op, const DLTensor *out, const DLTensor *in,
-                               opreg_dtype *dtype) {
+                               bool alias_ok, opreg_dtype *dtype) {
     opreg_dtype od;
     OPREG__TRY(check_tensor(op, "out", out, &od));
     OPREG__TRY(check_tensor(op, "input", in, dtype));
     if (od != *dtype)
         return opreg__fail(OPREG_ERR_SHAPE, "%s: 'out' is %s but 'input' is %s", op,
                            opreg_dtype_name(od), opreg_dtype_name(*dtype));
-    if (is_meta(out)) return OPREG_OK;
-    const char *o = data_of(out), *i = data_of(in);
-    size_t on = opreg_tensor_nbytes(out), inb = opreg_tensor_nbytes(in);
-    if (o != i && on && inb && o < i + inb && i < o + on)
-        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT,
-                           "%s: 'out' and 'input' overlap without being the same memory", op);
-    return OPREG_OK;
+    if (is_meta(out) || is_meta(in)) return OPREG_OK;
+    return alias_ok ? opreg__chk_no_partial_overlap(op, "out", out, "input", in)
+                    : opreg__chk_no_overlap(op, "out", out, "input", in);
 }
 
 static opreg_status same_shape(const char *op, const DLTensor *out, const DLTensor *in) {
@@ -84,7 +84,9 @@ static opreg_status scaled_dim0(const char *op, const char *big_name, const DLTe
     if (small->ndim == 0) {
         ok = big->ndim == 1 && big->shape[0] == n;
     } else {
-        ok = big->ndim == small->ndim && big->shape[0] == small->shape[0] * n;
+        int64_t rows;
+        ok = big->ndim == small->ndim && !__builtin_mul_overflow(small->shape[0], n, &rows) &&
+             big->shape[0] == rows;
         for (int d = 1; ok && d < small->ndim; d++)
             ok = big->shape[d] == small->shape[d];
     }
@@ -137,7 +139,7 @@ static opreg_status dist_all_reduce(void *context, const opreg_op *op, const opr
     const char *name = OP_NAME(all_reduce);
     DLTensor *out = args[0].u.tensor, *in = args[1].u.tensor;
     opreg_collective c = { .kind = OPREG_COLLECTIVE_ALL_REDUCE };
-    OPREG__TRY(check_pair(name, out, in, &c.dtype));
+    OPREG__TRY(check_pair(name, out, in, true, &c.dtype));
     OPREG__TRY(same_shape(name, out, in));
     OPREG__TRY(reduce_op_of(name, &args[2], &c.reduce_op));
     if (is_meta(in)) return OPREG_OK;
@@ -174,13 +176,10 @@ static opreg_status dist_all_gather_into_tensor(void *context, const opreg_op *o
     opreg_collective c = { .kind = OPREG_COLLECTIVE_ALL_GATHER };
     if (n < 1)
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "%s: group_size %lld", name, (long long)n);
-    OPREG__TRY(check_pair(name, out, in, &c.dtype));
+    OPREG__TRY(check_pair(name, out, in, false, &c.dtype));
     OPREG__TRY(scaled_dim0(name, "out", out, "input", in, n));
     if (is_meta(in)) return OPREG_OK;
     OPREG__TRY(check_group_size(name, &args[3], n));
-    if (data_of(out) == data_of(in) && opreg_tensor_nbytes(in))
-        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "%s: 'out' and 'input' are the same memory",
-                           name);
     c.send = data_of(in);
     c.recv = data_of(out);
     c.count = (size_t)opreg_tensor_numel(in);
@@ -199,16 +198,13 @@ static opreg_status dist_reduce_scatter_tensor(void *context, const opreg_op *op
     opreg_collective c = { .kind = OPREG_COLLECTIVE_REDUCE_SCATTER };
     if (n < 1)
         return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "%s: group_size %lld", name, (long long)n);
-    OPREG__TRY(check_pair(name, out, in, &c.dtype));
+    OPREG__TRY(check_pair(name, out, in, false, &c.dtype));
     if (out->ndim == 0)
         return opreg__fail(OPREG_ERR_SHAPE, "%s: 'out' must have at least one dim", name);
     OPREG__TRY(scaled_dim0(name, "input", in, "out", out, n));
     OPREG__TRY(reduce_op_of(name, &args[2], &c.reduce_op));
     if (is_meta(in)) return OPREG_OK;
     OPREG__TRY(check_group_size(name, &args[4], n));
-    if (data_of(out) == data_of(in) && opreg_tensor_nbytes(out))
-        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "%s: 'out' and 'input' are the same memory",
-                           name);
     c.send = data_of(in);
     c.recv = data_of(out);
     c.count = (size_t)opreg_tensor_numel(out);
@@ -236,6 +232,9 @@ static opreg_status splits_of(const char *op, const char *arg, const opreg_value
         if (s < 0)
             return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "%s: %s[%d] is negative (%lld)", op, arg,
                                j, (long long)s);
+        if (s > rows - sum)
+            return opreg__fail(OPREG_ERR_SHAPE, "%s: %s sums past dim 0 (%lld)", op, arg,
+                               (long long)rows);
         if (counts) {
             counts[j] = (size_t)s * row_elems;
             displs[j] = (size_t)sum * row_elems;
@@ -256,7 +255,7 @@ static opreg_status dist_all_to_all_single(void *context, const opreg_op *op,
     const char *name = OP_NAME(all_to_all_single);
     DLTensor *out = args[0].u.tensor, *in = args[1].u.tensor;
     opreg_collective c = { .kind = OPREG_COLLECTIVE_ALL_TO_ALL };
-    OPREG__TRY(check_pair(name, out, in, &c.dtype));
+    OPREG__TRY(check_pair(name, out, in, false, &c.dtype));
     bool rows_match = out->ndim == in->ndim && in->ndim >= 1;
     for (int d = 1; rows_match && d < in->ndim; d++)
         rows_match = out->shape[d] == in->shape[d];
@@ -275,15 +274,14 @@ static opreg_status dist_all_to_all_single(void *context, const opreg_op *op,
     if (is_meta(in)) {
         size_t n = osplit->u.ints.len ? osplit->u.ints.len : isplit->u.ints.len;
         if (!n) return OPREG_OK; /* equal splits of a group whose size Meta does not know */
+        if (n > INT_MAX)
+            return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "%s: %zu split sizes", name, n);
         OPREG__TRY(
             splits_of(name, "output_split_sizes", osplit, out->shape[0], (int)n, row, NULL, NULL));
         return splits_of(name, "input_split_sizes", isplit, in->shape[0], (int)n, row, NULL, NULL);
     }
     int n;
     OPREG__TRY(opreg__group_size(args[4].u.s.ptr, args[4].u.s.len, name, &n));
-    if (data_of(out) == data_of(in) && opreg_tensor_nbytes(in))
-        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "%s: 'out' and 'input' are the same memory",
-                           name);
     size_t small[4 * 16], *counts = small;
     if (n > 16 && !(counts = malloc(4 * (size_t)n * sizeof *counts)))
         return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
@@ -331,7 +329,7 @@ static opreg_status dist_broadcast(void *context, const opreg_op *op, const opre
     const char *name = OP_NAME(broadcast);
     DLTensor *out = args[0].u.tensor, *in = args[1].u.tensor;
     opreg_dtype dtype;
-    OPREG__TRY(check_pair(name, out, in, &dtype));
+    OPREG__TRY(check_pair(name, out, in, true, &dtype));
     OPREG__TRY(same_shape(name, out, in));
     if (is_meta(in)) return OPREG_OK;
     return broadcast_common(name, out, in, args[2].u.i, &args[3], dtype);

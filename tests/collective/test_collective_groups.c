@@ -283,7 +283,7 @@ TEST(ops_refuse_bad_arguments) {
     CHECK_EQ_INT(opreg_tensor_view(&tv, m, 2, s22, st, 0), OPREG_OK);
     opreg_value v5[] = { T(tv), S("sum"), S("pair") };
     CHECK_EQ_INT(call("dist::all_reduce_", v5, 3), OPREG_ERR_SHAPE);
-    CHECK_CONTAINS(opreg_last_error(), "'input' must be contiguous");
+    CHECK_CONTAINS(opreg_last_error(), "argument 'input': must be contiguous");
     /* Partial overlap: out is input shifted by one element. */
     DLTensor *shifted = NULL;
     int64_t s3[] = { 3 };
@@ -310,7 +310,7 @@ TEST(ops_refuse_bad_arguments) {
     opreg_value r2[] = { T(a), T(big), S("xor"), I(2), S("pair") };
     CHECK_EQ_INT(call("dist::reduce_scatter_tensor", r2, 5), OPREG_ERR_INVALID_ARGUMENT);
 
-    int64_t two[] = { 2, 2 }, three[] = { 3, 1 }, neg[] = { 5, -1 }, one[] = { 4 };
+    int64_t two[] = { 2, 2 }, three[] = { 3, 1 }, neg[] = { 3, -1 }, one[] = { 4 };
     opreg_value t1[] = { T(b), T(a), opreg_int_list_value(two, 2), opreg_int_list_value(three, 2),
                          S("pair") };
     CHECK_EQ_INT(call("dist::all_to_all_single", t1, 5), OPREG_OK);
