@@ -138,9 +138,12 @@ if [ $built -eq 0 ]; then
     [ -n "$OPREG_SANITIZER" ] || { echo "compute-sanitizer not found (CUDA_HOME?)"; exit 127; }
     rc=0
     # test_nccl last: NCCL under memcheck is the slowest to start.
+    # API errors are not reported: test_cuda_backend asks for a device that
+    # does not exist on purpose, and NCCL probes kernel images it lacks
+    # (cudaFuncGetAttributes answering 209); memory errors still fail.
     for t in test_cuda_backend test_cuda_ops test_cuda_bad_inputs test_nccl; do
       echo "---- $t"
-      "$OPREG_SANITIZER" --tool memcheck --error-exitcode 99 --leak-check no \
+      "$OPREG_SANITIZER" --tool memcheck --error-exitcode 99 --leak-check no --report-api-errors no \
         "$OPREG_GPU_BUILD/tests/backends/cuda/$t" || rc=1
     done
     exit $rc'
