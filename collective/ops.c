@@ -13,6 +13,7 @@
 
 #include "common/internal.h"
 #include "ops/ops_internal.h"
+#include "opreg/inputs.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -355,6 +356,137 @@ static opreg_status dist_barrier(void *context, const opreg_op *op, const opreg_
     return run(OP_NAME(barrier), &args[0], &c, NULL);
 }
 
+/* ---- input generators (opreg/inputs.h) ----------------------------------------- */
+
+/* The group the generated calls use: $OPREG_OPCHECK_GROUP, else "world".
+ * Without a live group of that name the generators fail, and opcheck
+ * reports the dist ops not applicable, with this reason. */
+static const char *gen_group(opreg_gen *g, int *size) {
+    const char *name = getenv("OPREG_OPCHECK_GROUP");
+    int rank;
+    if (!name || !*name) name = "world";
+    if (opreg_group_info(name, &rank, size, NULL, NULL) != OPREG_OK) {
+        opreg_gen_fail(g,
+                       "the dist ops need a live process group named '%s' "
+                       "($OPREG_OPCHECK_GROUP): register one first",
+                       name);
+        return NULL;
+    }
+    return name;
+}
+
+static DLTensor *gen_rows(opreg_gen *g, int64_t rows, int64_t cols, bool fill) {
+    int64_t shape[2] = { rows, cols };
+    DLTensor *t = opreg_gen_tensor(g, opreg_gen_dtype(g), 2, shape);
+    if (fill) opreg_gen_fill(g, t, -1, 1);
+    return t;
+}
+
+/* all_reduce(out, input, reduce_op, group), reduce_scatter_tensor and the
+ * others: [rows, cols] per rank, the group's size where a shape needs it. */
+static void gen_all_reduce(opreg_gen *g) {
+    int size;
+    const char *group = gen_group(g, &size);
+    int64_t r = opreg_gen_count(g, "rows", 4), c = opreg_gen_dim(g, "cols", 8);
+    if (!group) return;
+    opreg_gen_arg_tensor(g, gen_rows(g, r, c, false));
+    opreg_gen_arg_tensor(g, gen_rows(g, r, c, true));
+    opreg_gen_arg_str(g, "sum");
+    opreg_gen_arg_str(g, group);
+}
+
+static void gen_all_reduce_(opreg_gen *g) {
+    int size;
+    const char *group = gen_group(g, &size);
+    int64_t r = opreg_gen_count(g, "rows", 4), c = opreg_gen_dim(g, "cols", 8);
+    if (!group) return;
+    opreg_gen_arg_tensor(g, gen_rows(g, r, c, true));
+    opreg_gen_arg_str(g, "sum");
+    opreg_gen_arg_str(g, group);
+}
+
+static void gen_all_gather(opreg_gen *g) {
+    int size;
+    const char *group = gen_group(g, &size);
+    int64_t r = opreg_gen_count(g, "rows", 4), c = opreg_gen_dim(g, "cols", 8);
+    if (!group) return;
+    opreg_gen_arg_tensor(g, gen_rows(g, r * size, c, false));
+    opreg_gen_arg_tensor(g, gen_rows(g, r, c, true));
+    opreg_gen_arg(g, opreg_int_value(size));
+    opreg_gen_arg_str(g, group);
+}
+
+static void gen_reduce_scatter(opreg_gen *g) {
+    int size;
+    const char *group = gen_group(g, &size);
+    int64_t r = opreg_gen_count(g, "rows", 4), c = opreg_gen_dim(g, "cols", 8);
+    if (!group) return;
+    opreg_gen_arg_tensor(g, gen_rows(g, r, c, false));
+    opreg_gen_arg_tensor(g, gen_rows(g, r * size, c, true));
+    opreg_gen_arg_str(g, "sum");
+    opreg_gen_arg(g, opreg_int_value(size));
+    opreg_gen_arg_str(g, group);
+}
+
+static void gen_all_to_all(opreg_gen *g) {
+    int size;
+    const char *group = gen_group(g, &size);
+    int64_t r = opreg_gen_count(g, "rows", 4), c = opreg_gen_dim(g, "cols", 8);
+    int64_t splits[8];
+    if (!group) return;
+    if (size > 8) {
+        opreg_gen_fail(g, "all_to_all_single: a group of %d ranks is larger than 8", size);
+        return;
+    }
+    for (int i = 0; i < size; i++)
+        splits[i] = r;
+    opreg_gen_arg_tensor(g, gen_rows(g, r * size, c, false));
+    opreg_gen_arg_tensor(g, gen_rows(g, r * size, c, true));
+    opreg_gen_arg_ints(g, splits, (size_t)size);
+    opreg_gen_arg_ints(g, splits, (size_t)size);
+    opreg_gen_arg_str(g, group);
+}
+
+static void gen_broadcast(opreg_gen *g) {
+    int size;
+    const char *group = gen_group(g, &size);
+    int64_t r = opreg_gen_count(g, "rows", 4), c = opreg_gen_dim(g, "cols", 8);
+    if (!group) return;
+    opreg_gen_arg_tensor(g, gen_rows(g, r, c, false));
+    opreg_gen_arg_tensor(g, gen_rows(g, r, c, true));
+    opreg_gen_arg(g, opreg_int_value(0));
+    opreg_gen_arg_str(g, group);
+}
+
+static void gen_broadcast_(opreg_gen *g) {
+    int size;
+    const char *group = gen_group(g, &size);
+    int64_t r = opreg_gen_count(g, "rows", 4), c = opreg_gen_dim(g, "cols", 8);
+    if (!group) return;
+    opreg_gen_arg_tensor(g, gen_rows(g, r, c, true));
+    opreg_gen_arg(g, opreg_int_value(0));
+    opreg_gen_arg_str(g, group);
+}
+
+static void gen_barrier(opreg_gen *g) {
+    int size;
+    const char *group = gen_group(g, &size);
+    if (group) opreg_gen_arg_str(g, group);
+}
+
+#define DIST_DTYPES (OPREG_GEN_FLOATS | (1u << OPREG_DTYPE_I32) | (1u << OPREG_DTYPE_I64))
+
+static const opreg_generator generators[] = {
+    { "all_reduce", gen_all_reduce, DIST_DTYPES, OPREG_DTYPE_F32, 0, NULL },
+    { "all_reduce_", gen_all_reduce_, DIST_DTYPES, OPREG_DTYPE_F32, 0, NULL },
+    { "all_gather_into_tensor", gen_all_gather, DIST_DTYPES, OPREG_DTYPE_F32, 0, NULL },
+    { "reduce_scatter_tensor", gen_reduce_scatter, DIST_DTYPES, OPREG_DTYPE_F32, 0, NULL },
+    { "all_to_all_single", gen_all_to_all, DIST_DTYPES, OPREG_DTYPE_F32, 0, NULL },
+    { "broadcast", gen_broadcast, DIST_DTYPES, OPREG_DTYPE_F32, 0, NULL },
+    { "broadcast_", gen_broadcast_, DIST_DTYPES, OPREG_DTYPE_F32, 0, NULL },
+    { "barrier", gen_barrier, 1u << OPREG_DTYPE_F32, OPREG_DTYPE_F32, 0, NULL },
+};
+
 /* ---- registration ------------------------------------------------------------ */
 
 #define DIST_KERNELS(X)                                                                            \
@@ -372,6 +504,8 @@ static opreg_status dist_barrier(void *context, const opreg_op *op, const opreg_
 OPREG_LIBRARY(dist, m) {
     for (size_t i = 0; i < sizeof schemas / sizeof schemas[0]; i++)
         OPREG_DEF(m, schemas[i]);
+    for (size_t i = 0; i < sizeof generators / sizeof generators[0]; i++)
+        opreg_library_generator(m, generators[i].name, &generators[i]);
 }
 
 OPREG_LIBRARY_IMPL(dist, CPU, m){ DIST_KERNELS(DIST_IMPL) }

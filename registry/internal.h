@@ -98,6 +98,20 @@ struct opreg__chain {
     int32_t key;
 };
 
+/* The mutation sanitizer's record of one key of a table (mutation.c): the
+ * entry it stands in for, and what a report names. Everything it points to
+ * lives at least as long as the table. */
+struct opreg__guard {
+    opreg_kernel_fn fn; /* the resolved entry, called between the hashes */
+    void *context;
+    const struct opreg__plan *plan;
+    const struct opreg__kreg *reg;    /* its registration; NULL for a provider list */
+    const struct opreg__chain *chain; /* the provider list it calls, or NULL */
+    int32_t key;
+    uint8_t kind; /* an opreg_kernel_kind */
+    uint8_t mode; /* OPREG_MUTATION_REPORT or _FAIL */
+};
+
 /* Immutable once published. It starts with the public head (entries by
  * DLPack device type, for the inline fast path of opreg/dispatch.h). */
 struct opreg__table {
@@ -112,6 +126,8 @@ struct opreg__table {
     struct opreg__chain chain[OPREG_MAX_KEYS];
     uint32_t nitems;
     struct opreg__pitem items[OPREG_MAX_PROVIDERS];
+    /* With the mutation sanitizer on, e[k] calls guard[k] (mutation.c). */
+    struct opreg__guard guard[OPREG_MAX_KEYS];
     struct opreg__retired retire;
     struct opreg__table *next_spare; /* in the registry's reserve, while unused */
 };
@@ -156,6 +172,9 @@ struct opreg_op {
     opreg_schema *schema;     /* NULL when not defined */
     struct opreg__plan *plan; /* with schema */
     struct opreg_library *def_lib;
+    /* The def's input generator (opreg/inputs.h), the defining library's;
+     * cleared with the def. */
+    _Atomic(const struct opreg_generator *) gen;
     char def_where[256];        /* "file:line" of the def() call, or its library's */
     struct opreg__table *owned; /* the table published now, or NULL */
 };
@@ -175,6 +194,8 @@ struct opreg_library {
     struct opreg_plugin *plugin; /* the plugin that opened it, or NULL */
     size_t nop_kregs;            /* its direct and composite registrations */
     size_t nfallbacks;
+    /* Closed: freed at reclaim, as the registrations that point here. */
+    struct opreg__retired retire;
 };
 
 /* ---- the registry (registry.c, names.c) ---------------------------------- */
@@ -217,6 +238,7 @@ struct opreg_registry {
     size_t ndefined;  /* ops with a schema */
     bool is_default;
     _Atomic(struct opreg__pins *) pins; /* provider.c: pins and disables, or NULL */
+    _Atomic int mutation;               /* opreg_mutation_mode (mutation.c); set under lock */
     struct opreg__plan undefined_plan;
     struct opreg__table undefined_table;
 };
@@ -389,6 +411,15 @@ opreg_status opreg__check_args(const opreg_op *op, const opreg_value *args, size
 opreg_status opreg__bind_checked(const struct opreg__table *t, const opreg_value *args,
                                  size_t nargs, const opreg_kwarg *kwargs, size_t nkwargs,
                                  opreg_value *bound, int32_t *device_key);
+
+/* ---- the mutation sanitizer (mutation.c) ------------------------------------ */
+
+/* With the sanitizer on for @p op's registry, make each key of @p t that
+ * resolves a kernel call it through a guard (t->guard[k]); before
+ * fill_by_type. Allocates nothing. */
+void opreg__mutation_wrap(struct opreg__table *t, const struct opreg_op *op);
+/* Read OPREG_CHECK_MUTATION into a new registry (a bad value is logged). */
+void opreg__mutation_from_env(struct opreg_registry *reg);
 
 /* The direct, composite or fallback registration with id @p id that key
  * @p key of @p op resolves to, or NULL (under the lock). */

@@ -108,6 +108,13 @@ opreg_status opreg_library_status(const opreg_library *lib) {
     return lib ? lib->first_error : OPREG_ERR_INVALID_ARGUMENT;
 }
 
+static void free_library(void *p) {
+    struct opreg_library *lib = p;
+    free(lib->ns);
+    free(lib->where);
+    free(lib);
+}
+
 /* A withdrawn registration goes at reclaim, with its kernel's context. */
 static void free_kreg(void *p) {
     struct opreg__kreg *r = p;
@@ -328,6 +335,34 @@ opreg_status opreg_library_def_at(const opreg_op **out, opreg_library *lib, cons
     return OPREG_OK;
 }
 
+opreg_status opreg_library_generator(opreg_library *lib, const char *name,
+                                     const opreg_generator *gen) {
+    if (!lib || !name || !gen || !gen->build)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "opreg_library_generator: %s",
+                           !lib || !name || !gen ? "an argument is NULL"
+                                                 : "the generator has no build function");
+    char full[512];
+    int n = snprintf(full, sizeof full, "%s::%s", lib->ns, name);
+    if (n < 0 || (size_t)n >= sizeof full)
+        return opreg__fail(OPREG_ERR_INVALID_ARGUMENT, "generator: the op name is too long");
+    opreg_status st = OPREG_OK;
+    opreg__lock(lib->reg);
+    struct opreg_op *op =
+        opreg__names_find(lib->reg, full, (size_t)n, opreg__hash(full, (size_t)n));
+    if (!op || !op->schema || op->def_lib != lib)
+        st = opreg__fail(OPREG_ERR_NOT_FOUND,
+                         "generator for %s: the library %s (%s) defines no such op", full, lib->ns,
+                         lib->where);
+    else
+        atomic_store_explicit(&op->gen, gen, memory_order_release);
+    opreg__unlock(lib->reg);
+    return st;
+}
+
+const opreg_generator *opreg_op_generator(const opreg_op *op) {
+    return op ? atomic_load_explicit(&op->gen, memory_order_acquire) : NULL;
+}
+
 /* Unlink a registration from the stack it sits in. */
 static void unlink_kreg(struct opreg__kreg *r) {
     struct opreg__kreg **slot;
@@ -356,6 +391,7 @@ void opreg__library_close_locked(struct opreg_library *lib) {
         op->schema = NULL;
         op->plan = NULL;
         op->def_lib = NULL;
+        atomic_store_explicit(&op->gen, NULL, memory_order_release);
         reg->ndefined--;
         opreg__op_publish(op); /* to the undefined table */
     }
@@ -378,9 +414,10 @@ void opreg__library_close_locked(struct opreg_library *lib) {
         reg->libs = lib->next;
     if (lib->next) lib->next->prev = lib->prev;
     free(lib->defs);
-    free(lib->ns);
-    free(lib->where);
-    free(lib);
+    lib->defs = NULL;
+    /* Freed at reclaim, not now: a table a reader still holds may name its
+     * registrations, and a mutation report reads their library's place. */
+    opreg__retire(reg, &lib->retire, free_library, lib);
 }
 
 void opreg_library_close(opreg_library *lib) {

@@ -58,6 +58,7 @@ opreg_status opreg_registry_create(opreg_registry **out) {
     reg->undefined_plan.op_name = "";
     opreg__table_init_undefined(&reg->undefined_table, &reg->undefined_plan);
     opreg__pins_from_env(reg);
+    opreg__mutation_from_env(reg);
     *out = reg;
     return OPREG_OK;
 }

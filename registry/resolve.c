@@ -185,6 +185,10 @@ void opreg__op_publish(struct opreg_op *op) {
             t->kernel_mask |= 1u << k;
         }
         t->e[OPREG__KEY_UNKNOWN].fn = unknown_device_stub;
+        /* The sanitizer's guards go in here, at publication, so that a call
+         * with it off is the plain call: no test of the mode on its path. */
+        if (atomic_load_explicit(&reg->mutation, memory_order_relaxed) != OPREG_MUTATION_OFF)
+            opreg__mutation_wrap(t, op);
         fill_by_type(t);
         next = t;
     }

@@ -54,7 +54,8 @@ extern "C" {
     X(OPREG_ERR_IO, 17, "input/output error")                                                      \
     X(OPREG_ERR_INTERNAL, 18, "internal error")                                                    \
     X(OPREG_ERR_COMMUNICATION, 19, "collective communication failed")                              \
-    X(OPREG_ERR_TIMEOUT, 20, "timed out")
+    X(OPREG_ERR_TIMEOUT, 20, "timed out")                                                          \
+    X(OPREG_ERR_MUTATION, 21, "a kernel wrote a read-only argument")
 
 /// Status returned by every fallible function. The numbers are stable: a
 /// program may store them, and a plugin built against an older minor version
@@ -133,6 +134,11 @@ typedef enum opreg_status {
 /// @var OPREG_ERR_TIMEOUT
 /// A collective did not finish within its group's timeout; the group was
 /// aborted and cannot be used again.
+/// @var OPREG_ERR_MUTATION
+/// The mutation sanitizer (opreg/mutation.h, in ::OPREG_MUTATION_FAIL mode)
+/// saw the kernel change a tensor argument that the op's schema does not
+/// mark written; the message names the op, the key, the argument and where
+/// the kernel was registered. The kernel did run: its outputs are written.
 
 /// The short description of a status code, e.g. "schema syntax error".
 /// Never NULL; an unknown code gives "unknown status". The string is static.

@@ -13,7 +13,10 @@
 #include "opreg/cuda.h"
 #include "opreg/plugin.h"
 #include "opreg/provider.h"
+#include "opreg/mutation.h"
 #include "opreg/threads.h"
 #include "opreg/collective.h"
+#include "opreg/inputs.h"
+#include "opreg/opcheck.h"
 
 #endif

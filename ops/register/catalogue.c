@@ -8,6 +8,8 @@
 OPREG_LIBRARY(_C, m) {
     for (const char *const *s = opreg__catalogue_schemas; *s; s++)
         OPREG_DEF(m, *s);
+    for (const opreg_generator *g = opreg__catalogue_generators; g->name; g++)
+        opreg_library_generator(m, g->name, g);
 }
 
 /* Shared by every key's linear: the result's shape comes from the check. */

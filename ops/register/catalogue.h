@@ -10,6 +10,9 @@
 
 /* The catalogue's schemas, NULL-terminated, in definition order. */
 extern const char *const opreg__catalogue_schemas[];
+/* The input generator of each op (catalogue_inputs.c), ended by a NULL
+ * name, declared with the definitions (opreg/inputs.h). */
+extern const opreg_generator opreg__catalogue_generators[];
 
 /* OPREG_LIBRARY(_C): defines every op of the catalogue. */
 OPREG_DECLARE_LIBRARY(_C);

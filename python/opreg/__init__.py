@@ -25,7 +25,10 @@ from ._opreg import (  # noqa: F401  (the public names of the package)
     is_op_supported as _is_op_supported,
     list_ops,
     load_plugin,
+    mutation_check,
+    opcheck,
     schema,
+    set_mutation_check,
     set_num_threads,
     version,
 )
@@ -40,8 +43,11 @@ __all__ = [
     "is_op_supported",
     "list_ops",
     "load_plugin",
+    "mutation_check",
+    "opcheck",
     "ops",
     "schema",
+    "set_mutation_check",
     "set_num_threads",
     "version",
 ]

@@ -281,6 +281,12 @@ PyObject *opreg__py_meta_tensor(PyObject *m, PyObject *args, PyObject *kwargs);
  * `opreg run` would build for the op, as Python values. */
 PyObject *opreg__py_example_inputs(PyObject *m, PyObject *args, PyObject *kwargs);
 
+/* ---- opcheck (opcheck.c) ------------------------------------------------------ */
+
+/* opcheck(pattern="*", *, checks=None, dtypes=None, sizes=None, keys=None,
+ * seed=1, raise_on_failure=True): opreg_opcheck() as a list of dicts. */
+PyObject *opreg__py_opcheck(PyObject *m, PyObject *args, PyObject *kwargs);
+
 /* ---- an OpenMP runtime lent to opreg (openmp.c) ---------------------------- */
 
 /* share_openmp(library, threads): opreg's CPU kernels run their loops on the

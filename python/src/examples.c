@@ -1,10 +1,10 @@
 /* Tensors that Python asks opreg to make: Meta tensors of any shape, strides
  * and dtype (what opreg.torch's fake kernels hand to opreg's Meta kernels),
  * and the catalogue's example inputs, the same random, valid arguments that
- * `opreg run` and the C tests build (tools/cmd/op_inputs.h), so that Python
+ * `opreg run` and the C tests build (opreg/inputs.h), so that Python
  * checks every op with inputs its data checks accept. */
 #include "python/src/binding.h"
-#include "tools/cmd/op_inputs.h"
+#include "opreg/inputs.h"
 
 #include <string.h>
 
@@ -190,17 +190,17 @@ PyObject *opreg__py_example_inputs(PyObject *m, PyObject *args, PyObject *kwargs
         dtype = (int)d;
     }
     char err[256] = "";
-    op_shape shape;
-    if (op_shape_parse(&shape, shapetext ? shapetext : "", err, sizeof err) < 0)
+    opreg_sizes shape;
+    if (opreg_sizes_parse(&shape, shapetext ? shapetext : "", err, sizeof err) < 0)
         return opreg__py_raisef(OPREG_ERR_INVALID_ARGUMENT, "example_inputs: %s", err);
-    op_inputs *in = NULL;
-    st = op_inputs_build(&in, op, dtype, &shape, seed, err, sizeof err);
+    opreg_inputs *in = NULL;
+    st = opreg_inputs_build(&in, op, dtype, &shape, seed, err, sizeof err);
     if (st != OPREG_OK) {
         if (err[0]) return opreg__py_raisef(st, "example_inputs(%s): %s", name, err);
         return opreg__py_raise(st, NULL);
     }
-    size_t n = op_inputs_nargs(in);
-    const opreg_value *vals = op_inputs_args(in);
+    size_t n = opreg_inputs_nargs(in);
+    const opreg_value *vals = opreg_inputs_args(in);
     PyObject *list = PyList_New((Py_ssize_t)n);
     for (size_t i = 0; list && i < n; i++) {
         PyObject *o = value_to_py(&vals[i]);
@@ -210,6 +210,6 @@ PyObject *opreg__py_example_inputs(PyObject *m, PyObject *args, PyObject *kwargs
         }
         PyList_SetItem(list, (Py_ssize_t)i, o);
     }
-    op_inputs_free(in);
+    opreg_inputs_free(in);
     return list;
 }

@@ -5,6 +5,9 @@
  * top. */
 #include "python/src/binding.h"
 
+#include <stdio.h>
+#include <string.h>
+
 /* ---- queries -------------------------------------------------------------------- */
 
 opreg_registry *opreg__py_registry(void) {
@@ -179,6 +182,44 @@ static PyObject *py_cuda_stream(PyObject *m, PyObject *args) {
     return PyLong_FromUnsignedLongLong((uintptr_t)opreg_cuda_stream(device));
 }
 
+/* ---- the mutation sanitizer (opreg/mutation.h), on the default registry ---- */
+
+static const char *const mutation_modes[] = { "off", "report", "fail" };
+
+static PyObject *py_set_mutation_check(PyObject *m, PyObject *args) {
+    (void)m;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s:set_mutation_check", &name)) return NULL;
+    opreg_registry *reg = opreg__py_registry();
+    if (!reg) return NULL;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, mutation_modes[i]) == 0) {
+            opreg_status st = opreg_registry_set_mutation_check(reg, (opreg_mutation_mode)i);
+            if (st != OPREG_OK) return opreg__py_raise(st, NULL);
+            Py_RETURN_NONE;
+        }
+    PyErr_Format(PyExc_ValueError, "set_mutation_check: mode '%s' is not off, report or fail",
+                 name);
+    return NULL;
+}
+
+static PyObject *py_mutation_check(PyObject *m, PyObject *unused) {
+    (void)m;
+    (void)unused;
+    opreg_registry *reg = opreg__py_registry();
+    if (!reg) return NULL;
+    int mode = (int)opreg_registry_mutation_check(reg);
+    return PyUnicode_FromString(mode >= 0 && mode < 3 ? mutation_modes[mode] : "unknown");
+}
+
+/* opreg prints nothing by itself; the module shows its warnings and errors
+ * (mutation reports among them) on the process's stderr, from any thread. */
+static void log_to_stderr(void *user, opreg_log_level level, const char *message) {
+    (void)user;
+    (void)level;
+    fprintf(stderr, "opreg: %s\n", message);
+}
+
 static PyMethodDef module_methods[] = {
     { "cuda_set_stream", py_cuda_set_stream, METH_VARARGS,
       "cuda_set_stream(device, stream)\n"
@@ -214,11 +255,28 @@ static PyMethodDef module_methods[] = {
       "this process has loaded, e.g. PyTorch's libgomp), `threads` wide, instead of on\n"
       "opreg's own pool; share_openmp(None) gives opreg its own pool back." },
     { "version", py_version, METH_NOARGS, "version() -> str\nopreg's run-time version." },
+    { "set_mutation_check", py_set_mutation_check, METH_VARARGS,
+      "set_mutation_check(mode)\n"
+      "Switch the mutation sanitizer of the default registry: 'off', 'report' (every call\n"
+      "hashes its read-only tensors before and after the kernel and prints a kernel that\n"
+      "changed one on stderr) or 'fail' (the call also raises opreg.Error,\n"
+      "OPREG_ERR_MUTATION). OPREG_CHECK_MUTATION sets the mode at start." },
+    { "mutation_check", py_mutation_check, METH_NOARGS,
+      "mutation_check() -> str\nThe mutation sanitizer's mode: 'off', 'report' or 'fail'." },
     { "meta_tensor", (PyCFunction)(void (*)(void))opreg__py_meta_tensor,
       METH_VARARGS | METH_KEYWORDS,
       "meta_tensor(shape, dtype, strides=None) -> Tensor\n"
       "A tensor on opreg's Meta device (a shape, strides and a dtype, no data): calling an\n"
       "op with Meta tensors runs only its checks and gives its returns' shapes." },
+    { "opcheck", (PyCFunction)(void (*)(void))opreg__py_opcheck, METH_VARARGS | METH_KEYWORDS,
+      "opcheck(pattern='*', *, checks=None, dtypes=None, sizes=None, keys=None, seed=1,\n"
+      "        raise_on_failure=True) -> list of dict\n"
+      "Check the contract of every op matching `pattern` ('_C::rms_norm', 'rms_norm',\n"
+      "'_C::*', '*') on generated inputs, on every key with a kernel, as `opreg check`\n"
+      "does: one dict (op, key, check, result, message) per op, key and check. `checks`,\n"
+      "`dtypes` and `keys` are comma-separated names ('mutation,meta', 'f32', 'CPU'),\n"
+      "`sizes` is 'tokens=3,hidden=17'. Raises AssertionError listing the failures\n"
+      "unless raise_on_failure is False." },
     { "example_inputs", (PyCFunction)(void (*)(void))opreg__py_example_inputs,
       METH_VARARGS | METH_KEYWORDS,
       "example_inputs(name, dtype=None, shape=None, seed=0) -> list\n"
@@ -259,6 +317,7 @@ PyMODINIT_FUNC PyInit__opreg(void) {
         goto fail;
     }
     if (opreg__py_tensor_type_init(m) < 0 || opreg__py_op_type_init(m) < 0) goto fail;
+    opreg_set_log_callback(log_to_stderr, NULL, OPREG_LOG_WARN);
     return m;
 fail:
     Py_DECREF(m);

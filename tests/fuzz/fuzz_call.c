@@ -1391,7 +1391,7 @@ static void run(reader *r) {
             }
         }
     } else {
-        if (!opreg_status_name(st) || (int)st <= 0 || (int)st > OPREG_ERR_TIMEOUT)
+        if (!opreg_status_name(st) || (int)st <= 0 || (int)st > OPREG_ERR_MUTATION)
             fail("unknown status %d", (int)st);
         if (!opreg_last_error()[0]) fail("refused with %s and no message", opreg_status_name(st));
         for (size_t i = 0; i < c.nb; i++)

@@ -364,7 +364,7 @@ static opreg_status plugin_init(const opreg_host *h, opreg_plugin *plugin, opreg
         init_step(m, h, plugin, key);
     uint8_t end = u8();
     if (end < 160) return OPREG_OK;
-    opreg_status st = (opreg_status)(1 + end % OPREG_ERR_TIMEOUT);
+    opreg_status st = (opreg_status)(1 + end % OPREG_ERR_MUTATION);
     if (end & 1) return h->set_error(st, "the fuzzed init gives up");
     opreg_clear_error();
     return st; /* no message */
@@ -577,7 +577,7 @@ static void load_one(void) {
         m->loaded = true;
     } else {
         if (p) fail("refused, but a plugin handle came back");
-        if ((int)st < 0 || (int)st > OPREG_ERR_TIMEOUT) fail("unknown status %d", (int)st);
+        if ((int)st < 0 || (int)st > OPREG_ERR_MUTATION) fail("unknown status %d", (int)st);
         if (!opreg_last_error()[0]) fail("refused with %s and no message", opreg_status_name(st));
         if (info.state != OPREG_PLUGIN_REFUSED || !info.reason[0])
             fail("refused, but recorded as %d with reason '%s'", info.state, info.reason);

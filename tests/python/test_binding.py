@@ -146,6 +146,19 @@ for call in (lambda o: op(out=o, input=x, weight=w, epsilon=1e-6),
     o = dl.Buffer([0.0] * (rows * h), (rows, h))
     call(o)
     check(close(o.tolist(), want), "rms_norm with keywords")
+
+# The mutation sanitizer of the default registry: a kernel that writes only
+# its output passes in both modes; an unknown mode is refused.
+initial = opreg.mutation_check()
+check(initial in ("off", "report", "fail"), "mutation_check() gives a mode: %r" % initial)
+for mode in ("report", "fail", "off"):
+    opreg.set_mutation_check(mode)
+    check(opreg.mutation_check() == mode, "mutation_check() gives " + mode)
+    o = dl.Buffer([0.0] * (rows * h), (rows, h))
+    op(o, x, w, 1e-6)
+    check(close(o.tolist(), want), "rms_norm with the sanitizer " + mode)
+raises(lambda: opreg.set_mutation_check("loud"), ValueError, ["'loud'"])
+opreg.set_mutation_check(initial)
 raises(lambda: op(out, x, w), opreg.Error, ["missing argument 'epsilon'"])
 raises(lambda: op(out, x, w, eps=1e-6), opreg.Error, ["unexpected keyword argument 'eps'"])
 raises(lambda: op(out, x, w, 1e-6, epsilon=1e-6), opreg.Error, ["multiple values", "epsilon"])
@@ -394,6 +407,24 @@ if np is not None:
           "explain a call the checks refuse: " + text)
     raises(lambda: opreg.explain(opreg.ops._C.rms_norm, out), opreg.Error, ["missing argument"])
     check("supported" in opreg.explain("_C::rms_norm", "cpu"), "explain by name still works")
+
+# opreg.opcheck: the same engine as `opreg check`, its report as dicts.
+report = opreg.opcheck("rms_norm", checks="mutation,backends", dtypes="f32", keys="cpu")
+check([(r["op"], r["key"], r["check"]) for r in report]
+      == [("_C::rms_norm", "CPU", "mutation"), ("_C::rms_norm", "CPU", "backends")],
+      "opcheck: one item per asked check on the asked key: %r" % report)
+check(all(r["result"] == "passed" and r["message"] == "" for r in report),
+      "opcheck rms_norm on CPU passes: %r" % report)
+report = opreg.opcheck("_C::silu_and_mul", raise_on_failure=False)
+check({r["check"] for r in report} == {"mutation", "schema", "meta", "backends", "refusals",
+                                       "threads", "edges"}, "opcheck runs every check by default")
+check(all(r["result"] in ("passed", "not applicable") for r in report),
+      "opcheck silu_and_mul: %r" % [r for r in report if r["result"] not in ("passed", "not applicable")])
+raises(lambda: opreg.opcheck("rms_norm", keys="TPU"), ValueError, ["unknown key 'TPU'"])
+raises(lambda: opreg.opcheck("rms_norm", dtypes="f32,f99"), ValueError, ["unknown dtype 'f99'"])
+raises(lambda: opreg.opcheck("rms_norm", checks="loud"), ValueError, ["unknown check 'loud'"])
+raises(lambda: opreg.opcheck("rms_norm", sizes="tokens="), opreg.Error, ["bad value"])
+raises(lambda: opreg.opcheck("nosuch::*"), opreg.Error, ["nosuch::*"])
 
 gc.collect()
 check(dl.live_exports() == 0, "no export left at the end (%d live)" % dl.live_exports())

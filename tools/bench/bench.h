@@ -37,11 +37,11 @@ int triad_init(struct triad *t);
 double triad_run(const struct triad *t);
 void triad_free(struct triad *t);
 
-/* One op's inputs (tools/cmd/op_inputs.h), built once and called many
+/* One op's inputs (tools/cmd/opreg_inputs.h), built once and called many
  * times through the default registry (bench_case.c). */
 struct op_case {
     const opreg_op *op;
-    struct op_inputs *in;
+    struct opreg_inputs *in;
     size_t bytes; /* moved by one call: read + written */
 };
 
@@ -67,7 +67,8 @@ void op_case_close(struct op_case *c);
     X(threads, "serving-size ops on one thread and on all, quiet and beside a busy process")       \
     X(small, "every op of the catalogue at serving sizes, beside the triad")                       \
     X(python, "a call of opreg.ops._C.rms_norm from Python beside a trivial function call")        \
-    X(collectives, "all_reduce through the registry beside raw MPI_Allreduce (under mpiexec)")
+    X(collectives, "all_reduce through the registry beside raw MPI_Allreduce (under mpiexec)")     \
+    X(mutation, "rms_norm with the mutation sanitizer off and on: its cost per byte")
 
 #define X(name, summary) int bench_##name(const struct bench_ctx *ctx);
 OPREG_BENCH_SUITES(X)

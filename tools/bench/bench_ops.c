@@ -10,7 +10,7 @@
  * where one triad at the start would not. */
 #include "opreg/opreg.h"
 #include "tools/bench/bench.h"
-#include "tools/cmd/op_inputs.h"
+#include "opreg/inputs.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <stdbool.h>

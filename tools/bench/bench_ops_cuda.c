@@ -8,7 +8,7 @@
  * Public API only. */
 #include "opreg/opreg.h"
 #include "tools/bench/bench.h"
-#include "tools/cmd/op_inputs.h"
+#include "opreg/inputs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -113,32 +113,32 @@ static size_t arg_bytes(const opreg_value *v) {
 static double time_case(const struct bench_ctx *ctx, const struct cuda_case *c, DLDevice dev,
                         size_t *bytes) {
     const opreg_op *op;
-    op_shape shape;
+    opreg_sizes shape;
     char err[256];
-    op_inputs *host = NULL, *in = NULL;
+    opreg_inputs *host = NULL, *in = NULL;
     double t[REPEATS], secs = 0;
     opreg_status st;
     if (opreg_op_find(&op, opreg_registry_default(), c->op) != OPREG_OK) return 0;
-    if (op_shape_parse(&shape, c->shape, err, sizeof err) != 0 ||
-        op_inputs_build(&host, op, (int)c->dtype, &shape, 7, err, sizeof err) != OPREG_OK) {
+    if (opreg_sizes_parse(&shape, c->shape, err, sizeof err) != 0 ||
+        opreg_inputs_build(&host, op, (int)c->dtype, &shape, 7, err, sizeof err) != OPREG_OK) {
         fprintf(stderr, "opreg bench ops: %s: %s\n", c->name, err);
         return 0;
     }
     *bytes = 0;
-    for (size_t i = 0; i < op_inputs_nargs(host); i++) {
+    for (size_t i = 0; i < opreg_inputs_nargs(host); i++) {
         const char *arg = opreg_argument_name(opreg_schema_argument(opreg_op_schema(op), i));
-        size_t b = arg_bytes(&op_inputs_args(host)[i]);
+        size_t b = arg_bytes(&opreg_inputs_args(host)[i]);
         *bytes += b;
         for (int k = 0; k < 2; k++)
             if (c->read_write[k] && strcmp(c->read_write[k], arg) == 0) *bytes += b;
     }
-    st = op_inputs_to_device(&in, host, dev, 0);
+    st = opreg_inputs_to_device(&in, host, dev, 0);
     for (int r = 0; r <= REPEATS && st == OPREG_OK; r++) {
         bench_progress(ctx, "ops %s on cuda: run %d of %d", c->name, r, REPEATS);
         uint64_t t0 = bench_now_ns();
         for (int i = 0; i < (r ? ITERS : 1) && st == OPREG_OK; i++)
-            st = opreg_call_boxed(op, op_inputs_args(in), op_inputs_nargs(in), NULL, 0,
-                                  op_inputs_rets(in), op_inputs_nrets(in));
+            st = opreg_call_boxed(op, opreg_inputs_args(in), opreg_inputs_nargs(in), NULL, 0,
+                                  opreg_inputs_rets(in), opreg_inputs_nrets(in));
         if (st == OPREG_OK) st = opreg_cuda_synchronize(dev.device_id);
         if (r > 0) t[r - 1] = (double)(bench_now_ns() - t0) / 1e9 / ITERS; /* run 0 warms up */
     }
@@ -146,8 +146,8 @@ static double time_case(const struct bench_ctx *ctx, const struct cuda_case *c, 
         fprintf(stderr, "opreg bench ops: %s: %s\n", c->name, opreg_last_error());
     else
         secs = best_of(t, REPEATS);
-    op_inputs_free(in);
-    op_inputs_free(host);
+    opreg_inputs_free(in);
+    opreg_inputs_free(host);
     return secs;
 }
 

@@ -5,7 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "opreg/opreg.h"
 #include "tools/cmd/commands.h"
-#include "tools/cmd/op_inputs.h"
+#include "opreg/inputs.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -107,13 +107,13 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* One call of @p op on @p in: by device, or on @p key when it is not NONE. */
-static opreg_status call(const opreg_op *op, opreg_dispatch_key key, op_inputs *in) {
-    op_inputs_clear_rets(in);
+static opreg_status call(const opreg_op *op, opreg_dispatch_key key, opreg_inputs *in) {
+    opreg_inputs_clear_rets(in);
     if (key == OPREG_KEY_NONE)
-        return opreg_call_boxed(op, op_inputs_args(in), op_inputs_nargs(in), NULL, 0,
-                                op_inputs_rets(in), op_inputs_nrets(in));
-    return opreg_call_boxed_key(op, key, op_inputs_args(in), op_inputs_nargs(in), NULL, 0,
-                                op_inputs_rets(in), op_inputs_nrets(in));
+        return opreg_call_boxed(op, opreg_inputs_args(in), opreg_inputs_nargs(in), NULL, 0,
+                                opreg_inputs_rets(in), opreg_inputs_nrets(in));
+    return opreg_call_boxed_key(op, key, opreg_inputs_args(in), opreg_inputs_nargs(in), NULL, 0,
+                                opreg_inputs_rets(in), opreg_inputs_nrets(in));
 }
 
 /* The tensor arguments that stay in host memory when the inputs go to a
@@ -132,19 +132,19 @@ static opreg_status wait_for(DLDevice device) {
 
 /* The median time of @p iters calls on a copy of @p base, in microseconds. */
 static opreg_status time_calls(double *out, const opreg_op *op, opreg_dispatch_key key,
-                               const op_inputs *base, long iters, DLDevice device) {
-    op_inputs *in;
+                               const opreg_inputs *base, long iters, DLDevice device) {
+    opreg_inputs *in;
     bool remote = device.device_type != kDLCPU;
-    opreg_status st = remote ? op_inputs_to_device(&in, base, device, host_args_of(op))
-                             : op_inputs_clone(&in, base);
+    opreg_status st = remote ? opreg_inputs_to_device(&in, base, device, host_args_of(op))
+                             : opreg_inputs_clone(&in, base);
     double *t = malloc((size_t)iters * sizeof *t);
     if (st != OPREG_OK || !t) {
-        op_inputs_free(in);
+        opreg_inputs_free(in);
         free(t);
         return st != OPREG_OK ? st : OPREG_ERR_OUT_OF_MEMORY;
     }
     for (long i = 0; i < iters && st == OPREG_OK; i++) {
-        op_inputs_clear_rets(in);
+        opreg_inputs_clear_rets(in);
         double t0 = now_us();
         st = call(op, key, in);
         if (st == OPREG_OK && remote) st = wait_for(device);
@@ -153,7 +153,7 @@ static opreg_status time_calls(double *out, const opreg_op *op, opreg_dispatch_k
     qsort(t, (size_t)iters, sizeof *t, cmp_double);
     *out = iters % 2 ? t[iters / 2] : (t[iters / 2 - 1] + t[iters / 2]) / 2;
     free(t);
-    op_inputs_free(in);
+    opreg_inputs_free(in);
     return st;
 }
 
@@ -164,12 +164,12 @@ struct run_report {
     char name[128], device[32], dtype[16];
     char reason[600];  /* why the op is not supported */
     char failure[700]; /* why a call failed */
-    op_shape shape;
+    opreg_sizes shape;
     const opreg_op *op;
     opreg_dispatch_key key, call_key; /* call_key NONE: dispatch by device */
     DLDevice device_value;            /* the --device (cpu for reference) */
     opreg_kernel_kind kind;
-    op_diff diff;
+    opreg_diff diff;
     double us, ref_us;
 };
 
@@ -260,8 +260,8 @@ static int run_print(const struct run_report *r) {
     char sizes[256];
     opreg_dtype dt = OPREG_DTYPE_F32;
     (void)opreg_dtype_from_name(&dt, r->dtype);
-    op_tolerance tol = op_tolerance_of(dt);
-    op_shape_format(&r->shape, sizes, sizeof sizes);
+    opreg_tolerance tol = opreg_tolerance_of(dt);
+    opreg_sizes_format(&r->shape, sizes, sizeof sizes);
     printf("  kernel %s (%s); sizes %s; %lld elements compared; median of %ld calls\n",
            r->call_key == OPREG_KEY_NONE ? opreg_key_name(r->key) : "Reference", kind_name(r->kind),
            sizes, (long long)r->diff.checked, r->iters);
@@ -310,7 +310,7 @@ static int run_resolve(struct run_report *r) {
             snprintf(r->reason, sizeof r->reason, "%s", info.message);
             return 0;
         }
-        if (!op_inputs_device_reachable(device)) {
+        if (!opreg_inputs_device_reachable(device)) {
             r->supported = false;
             snprintf(r->reason, sizeof r->reason,
                      "opreg run builds its inputs in CPU memory and copies them with the "
@@ -329,14 +329,14 @@ static int run_resolve(struct run_report *r) {
 /* The checked call on the device: on the CPU, @p in itself; on a CUDA
  * device, a copy of it made there, whose results are copied back into
  * @p in for the comparison. */
-static opreg_status call_on(const struct run_report *r, op_inputs *in) {
+static opreg_status call_on(const struct run_report *r, opreg_inputs *in) {
     if (r->call_key != OPREG_KEY_NONE || r->device_value.device_type == kDLCPU)
         return call(r->op, r->call_key, in);
-    op_inputs *dev = NULL;
-    opreg_status st = op_inputs_to_device(&dev, in, r->device_value, host_args_of(r->op));
+    opreg_inputs *dev = NULL;
+    opreg_status st = opreg_inputs_to_device(&dev, in, r->device_value, host_args_of(r->op));
     if (st == OPREG_OK) st = call(r->op, r->call_key, dev);
-    if (st == OPREG_OK) st = op_inputs_fetch(in, dev);
-    op_inputs_free(dev);
+    if (st == OPREG_OK) st = opreg_inputs_fetch(in, dev);
+    opreg_inputs_free(dev);
     return st;
 }
 
@@ -364,31 +364,31 @@ int cmd_run(int argc, char **argv) {
             return fprintf(stderr, "opreg run: %s\n", opreg_last_error()), 2;
         dtype = (int)dt;
     }
-    if (op_shape_parse(&r.shape, o.shape ? o.shape : "", err, sizeof err) != 0)
+    if (opreg_sizes_parse(&r.shape, o.shape ? o.shape : "", err, sizeof err) != 0)
         return fprintf(stderr, "opreg run: %s\n", err), 2;
     rc = run_resolve(&r);
     if (rc != 0) return rc;
-    op_inputs *base = NULL, *ref = NULL, *dev = NULL;
-    opreg_status st = op_inputs_build(&base, r.op, dtype, &r.shape, o.seed, err, sizeof err);
+    opreg_inputs *base = NULL, *ref = NULL, *dev = NULL;
+    opreg_status st = opreg_inputs_build(&base, r.op, dtype, &r.shape, o.seed, err, sizeof err);
     if (st != OPREG_OK) {
         fprintf(stderr, "opreg run: %s\n", err);
         return st == OPREG_ERR_INVALID_ARGUMENT ? 2 : 1;
     }
-    snprintf(r.dtype, sizeof r.dtype, "%s", opreg_dtype_name(op_inputs_dtype(base)));
+    snprintf(r.dtype, sizeof r.dtype, "%s", opreg_dtype_name(opreg_inputs_dtype(base)));
     if (o.explain && r.key != OPREG_KEY_NONE) {
         /* Which provider of the key these very inputs select, before the run. */
         static opreg_call_explanation x;
-        if (opreg_explain_call(&x, r.op, r.key, op_inputs_args(base), op_inputs_nargs(base), NULL,
-                               0) == OPREG_OK)
+        if (opreg_explain_call(&x, r.op, r.key, opreg_inputs_args(base), opreg_inputs_nargs(base),
+                               NULL, 0) == OPREG_OK)
             fprintf(r.json ? stderr : stdout, "%s\n", x.message);
         else
             fprintf(stderr, "opreg run: --explain: %s\n", opreg_last_error());
     }
     if (!r.supported) {
-        op_inputs_free(base);
+        opreg_inputs_free(base);
         return run_print(&r);
     }
-    if ((st = op_inputs_clone(&ref, base)) == OPREG_OK) st = op_inputs_clone(&dev, base);
+    if ((st = opreg_inputs_clone(&ref, base)) == OPREG_OK) st = opreg_inputs_clone(&dev, base);
     if (st != OPREG_OK) {
         snprintf(r.failure, sizeof r.failure, "copying the inputs: %s", opreg_status_str(st));
     } else {
@@ -406,10 +406,10 @@ int cmd_run(int argc, char **argv) {
             snprintf(r.failure, sizeof r.failure, "a timed call failed: %s: %s",
                      opreg_status_name(st), opreg_last_error());
         else
-            op_inputs_compare(&r.diff, dev, ref);
+            opreg_inputs_compare(&r.diff, dev, ref);
     }
-    op_inputs_free(dev);
-    op_inputs_free(ref);
-    op_inputs_free(base);
+    opreg_inputs_free(dev);
+    opreg_inputs_free(ref);
+    opreg_inputs_free(base);
     return run_print(&r);
 }

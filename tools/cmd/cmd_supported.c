@@ -4,7 +4,7 @@
  * why none would. */
 #include "opreg/opreg.h"
 #include "tools/cmd/commands.h"
-#include "tools/cmd/op_inputs.h"
+#include "opreg/inputs.h"
 #include "tools/cmd/util.h"
 
 #include <string.h>
@@ -123,8 +123,8 @@ static int for_arguments(opreg_registry *reg, const char *full, const char *dev,
         dtype = (int)dt;
     }
     char err[512];
-    op_shape shape;
-    if (op_shape_parse(&shape, shape_text ? shape_text : "", err, sizeof err) != 0) {
+    opreg_sizes shape;
+    if (opreg_sizes_parse(&shape, shape_text ? shape_text : "", err, sizeof err) != 0) {
         fprintf(stderr, "opreg supported: %s\n", err);
         return 2;
     }
@@ -136,15 +136,15 @@ static int for_arguments(opreg_registry *reg, const char *full, const char *dev,
             return 1;
         }
     }
-    op_inputs *in = NULL;
-    opreg_status st = op_inputs_build(&in, op, dtype, &shape, 1, err, sizeof err);
+    opreg_inputs *in = NULL;
+    opreg_status st = opreg_inputs_build(&in, op, dtype, &shape, 1, err, sizeof err);
     if (st != OPREG_OK) {
         fprintf(stderr, "opreg supported: %s\n", err);
         return st == OPREG_ERR_INVALID_ARGUMENT ? 2 : 1;
     }
     static opreg_call_explanation x;
-    st = opreg_explain_call(&x, op, key, op_inputs_args(in), op_inputs_nargs(in), NULL, 0);
-    op_inputs_free(in);
+    st = opreg_explain_call(&x, op, key, opreg_inputs_args(in), opreg_inputs_nargs(in), NULL, 0);
+    opreg_inputs_free(in);
     if (st != OPREG_OK) {
         fprintf(stderr, "opreg supported: %s\n", opreg_last_error());
         return 1;

@@ -19,6 +19,7 @@
     X(devices, "list the backends, whether each is available here, and why not")                   \
     X(matrix, "print the op x backend support matrix")                                             \
     X(run, "run an op on random inputs and compare it with the reference")                         \
+    X(check, "check ops' contracts on generated inputs, on every key (opcheck)")                   \
     X(bench, "run benchmark suites")                                                               \
     X(plugins, "list the plugins loaded and refused, with the reason")
 

@@ -24,6 +24,14 @@ int tool_wants_help(int argc, char **argv) {
     return 0;
 }
 
+/* opreg prints nothing by itself: the tool shows its warnings and errors
+ * (a mutation sanitizer's report, an ignored environment variable). */
+static void log_to_stderr(void *user, opreg_log_level level, const char *message) {
+    (void)user;
+    (void)level;
+    fprintf(stderr, "opreg: %s\n", message);
+}
+
 static void usage(FILE *to) {
     fprintf(to, "usage: opreg COMMAND [ARGS...]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
@@ -33,6 +41,7 @@ static void usage(FILE *to) {
 }
 
 int main(int argc, char **argv) {
+    opreg_set_log_callback(log_to_stderr, NULL, OPREG_LOG_WARN);
     if (argc < 2) {
         usage(stderr);
         return 2;

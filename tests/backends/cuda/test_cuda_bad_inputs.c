@@ -5,16 +5,16 @@
  * device, is as it was. Exits 77 without a CUDA device. */
 #define _POSIX_C_SOURCE 200809L
 #include "cuda_test.h"
-#include "tools/cmd/op_inputs.h"
+#include "opreg/inputs.h"
 
 #include <string.h>
 
 static int failures;
 
-static size_t tensors_of(const op_inputs *in, DLTensor **out, size_t cap) {
+static size_t tensors_of(const opreg_inputs *in, DLTensor **out, size_t cap) {
     size_t n = 0;
-    const opreg_value *a = op_inputs_args(in);
-    for (size_t i = 0; i < op_inputs_nargs(in); i++) {
+    const opreg_value *a = opreg_inputs_args(in);
+    for (size_t i = 0; i < opreg_inputs_nargs(in); i++) {
         if (a[i].kind == OPREG_VALUE_TENSOR && a[i].u.tensor && n < cap) out[n++] = a[i].u.tensor;
         if (a[i].kind == OPREG_VALUE_TENSOR_LIST)
             for (size_t j = 0; j < a[i].u.tensors.len && n < cap; j++)
@@ -24,7 +24,7 @@ static size_t tensors_of(const op_inputs *in, DLTensor **out, size_t cap) {
 }
 
 /* Every tensor's bytes, read back to the host (host tensors copied). */
-static unsigned char *read_all(const op_inputs *in, size_t *len) {
+static unsigned char *read_all(const opreg_inputs *in, size_t *len) {
     DLTensor *ts[64];
     size_t n = tensors_of(in, ts, 64), total = 0;
     for (size_t i = 0; i < n; i++)
@@ -44,18 +44,18 @@ static unsigned char *read_all(const op_inputs *in, size_t *len) {
     return buf;
 }
 
-static void call_bad(const opreg_op *op, op_inputs *in, const char *what, size_t arg) {
+static void call_bad(const opreg_op *op, opreg_inputs *in, const char *what, size_t arg) {
     opreg_clear_error();
-    op_inputs_clear_rets(in);
+    opreg_inputs_clear_rets(in);
     opreg_status st =
-        opreg_call_boxed_key(op, OPREG_KEY_CUDA, op_inputs_args(in), op_inputs_nargs(in), NULL, 0,
-                             op_inputs_rets(in), op_inputs_nrets(in));
+        opreg_call_boxed_key(op, OPREG_KEY_CUDA, opreg_inputs_args(in), opreg_inputs_nargs(in),
+                             NULL, 0, opreg_inputs_rets(in), opreg_inputs_nrets(in));
     if (st == OPREG_OK || !opreg_last_error()[0]) {
         fprintf(stderr, "%s: %s of tensor %zu was %s\n", opreg_op_name(op), what, arg,
                 st == OPREG_OK ? "accepted" : "refused without a message");
         failures++;
     }
-    op_inputs_clear_rets(in);
+    opreg_inputs_clear_rets(in);
 }
 
 TEST(every_op_refuses_bad_device_tensors_and_writes_nothing) {
@@ -66,13 +66,13 @@ TEST(every_op_refuses_bad_device_tensors_and_writes_nothing) {
     for (size_t k = 0; k < opreg_registry_num_ops(reg); k++) {
         const opreg_op *op = opreg_registry_op(reg, k);
         if (!opreg_op_is_defined(op) || strncmp(opreg_op_name(op), "_C::", 4) != 0) continue;
-        op_shape shape;
+        opreg_sizes shape;
         char err[256];
-        op_inputs *host, *in;
-        CHECK_EQ_INT(op_shape_parse(&shape, "", err, sizeof err), 0);
-        CHECK_EQ_INT(op_inputs_build(&host, op, -1, &shape, 11, err, sizeof err), OPREG_OK);
+        opreg_inputs *host, *in;
+        CHECK_EQ_INT(opreg_sizes_parse(&shape, "", err, sizeof err), 0);
+        CHECK_EQ_INT(opreg_inputs_build(&host, op, -1, &shape, 11, err, sizeof err), OPREG_OK);
         uint32_t host_args = strcmp(opreg_op_name(op), "_C::swap_blocks") == 0 ? 1u << 2 : 0;
-        CHECK_EQ_INT(op_inputs_to_device(&in, host, cuda0, host_args), OPREG_OK);
+        CHECK_EQ_INT(opreg_inputs_to_device(&in, host, cuda0, host_args), OPREG_OK);
         ops++;
         size_t len;
         unsigned char *before = read_all(in, &len);
@@ -105,8 +105,8 @@ TEST(every_op_refuses_bad_device_tensors_and_writes_nothing) {
         }
         free(before);
         free(after);
-        op_inputs_free(in);
-        op_inputs_free(host);
+        opreg_inputs_free(in);
+        opreg_inputs_free(host);
     }
     printf("%d ops, %d bad-input cases, %d failures\n", ops, cases, failures);
     CHECK(ops >= 23);

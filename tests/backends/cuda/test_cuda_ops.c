@@ -7,7 +7,8 @@
  * a CUDA device. */
 #define _POSIX_C_SOURCE 200809L
 #include "cuda_test.h"
-#include "tools/cmd/op_inputs.h"
+#include "ops/register/catalogue.h"
+#include "opreg/inputs.h"
 
 #include <string.h>
 
@@ -65,39 +66,39 @@ static const struct {
 static int runs, failures;
 
 /* One op, dtype and size on the device against the reference; host_args as
- * op_inputs_to_device() takes it. */
+ * opreg_inputs_to_device() takes it. */
 static void run_one(const opreg_op *op, int dtype, const char *shape_text, uint32_t host_args) {
-    op_shape shape;
+    opreg_sizes shape;
     char err[512];
-    op_inputs *base = NULL, *ref = NULL, *got = NULL, *dev = NULL;
+    opreg_inputs *base = NULL, *ref = NULL, *got = NULL, *dev = NULL;
     const DLDevice cuda0 = { kDLCUDA, 0 };
     const char *name = opreg_op_name(op), *dt = dtype < 0 ? "-" : opreg_dtype_name(dtype);
     opreg_status st;
     runs++;
-    if (op_shape_parse(&shape, shape_text, err, sizeof err) != 0 ||
-        op_inputs_build(&base, op, dtype, &shape, 5, err, sizeof err) != OPREG_OK) {
+    if (opreg_sizes_parse(&shape, shape_text, err, sizeof err) != 0 ||
+        opreg_inputs_build(&base, op, dtype, &shape, 5, err, sizeof err) != OPREG_OK) {
         fprintf(stderr, "%s %s [%s]: no inputs: %s\n", name, dt, shape_text, err);
         failures++;
         return;
     }
-    st = op_inputs_clone(&ref, base);
-    if (st == OPREG_OK) st = op_inputs_clone(&got, base);
+    st = opreg_inputs_clone(&ref, base);
+    if (st == OPREG_OK) st = opreg_inputs_clone(&got, base);
     if (st == OPREG_OK)
-        st =
-            opreg_call_boxed_key(op, OPREG_KEY_REFERENCE, op_inputs_args(ref), op_inputs_nargs(ref),
-                                 NULL, 0, op_inputs_rets(ref), op_inputs_nrets(ref));
-    if (st == OPREG_OK) st = op_inputs_to_device(&dev, base, cuda0, host_args);
+        st = opreg_call_boxed_key(op, OPREG_KEY_REFERENCE, opreg_inputs_args(ref),
+                                  opreg_inputs_nargs(ref), NULL, 0, opreg_inputs_rets(ref),
+                                  opreg_inputs_nrets(ref));
+    if (st == OPREG_OK) st = opreg_inputs_to_device(&dev, base, cuda0, host_args);
     if (st == OPREG_OK)
-        st = opreg_call_boxed(op, op_inputs_args(dev), op_inputs_nargs(dev), NULL, 0,
-                              op_inputs_rets(dev), op_inputs_nrets(dev));
-    if (st == OPREG_OK) st = op_inputs_fetch(got, dev);
+        st = opreg_call_boxed(op, opreg_inputs_args(dev), opreg_inputs_nargs(dev), NULL, 0,
+                              opreg_inputs_rets(dev), opreg_inputs_nrets(dev));
+    if (st == OPREG_OK) st = opreg_inputs_fetch(got, dev);
     if (st != OPREG_OK) {
         fprintf(stderr, "%s %s [%s]: %s: %s\n", name, dt, shape_text, opreg_status_name(st),
                 opreg_last_error());
         failures++;
     } else {
-        op_diff diff;
-        op_inputs_compare(&diff, got, ref);
+        opreg_diff diff;
+        opreg_inputs_compare(&diff, got, ref);
         if (!diff.ok) {
             fprintf(stderr, "%s %s [%s]: %lld of %lld elements outside tolerance; %s %s\n", name,
                     dt, shape_text, (long long)diff.bad, (long long)diff.checked, diff.first_bad,
@@ -105,10 +106,10 @@ static void run_one(const opreg_op *op, int dtype, const char *shape_text, uint3
             failures++;
         }
     }
-    op_inputs_free(dev);
-    op_inputs_free(got);
-    op_inputs_free(ref);
-    op_inputs_free(base);
+    opreg_inputs_free(dev);
+    opreg_inputs_free(got);
+    opreg_inputs_free(ref);
+    opreg_inputs_free(base);
 }
 
 TEST(every_op_and_dtype_matches_the_reference) {
@@ -119,7 +120,7 @@ TEST(every_op_and_dtype_matches_the_reference) {
         char full[64];
         snprintf(full, sizeof full, "_C::%s", cases[c].op);
         CHECK_EQ_INT(opreg_op_find(&op, reg, full), OPREG_OK);
-        const op_builder_entry *b = op_builders;
+        const opreg_generator *b = opreg__catalogue_generators;
         while (b->name && strcmp(b->name, cases[c].op) != 0)
             b++;
         CHECK(b->name != NULL);

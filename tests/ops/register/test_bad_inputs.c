@@ -6,15 +6,15 @@
 #define _POSIX_C_SOURCE 200809L
 #include "opreg/opreg.h"
 #include "test.h"
-#include "tools/cmd/op_inputs.h"
+#include "opreg/inputs.h"
 
 #include <stdlib.h>
 
 /* Every tensor of the inputs (plain arguments and list items). */
-static size_t tensors_of(const op_inputs *in, DLTensor **out, size_t cap) {
+static size_t tensors_of(const opreg_inputs *in, DLTensor **out, size_t cap) {
     size_t n = 0;
-    const opreg_value *a = op_inputs_args(in);
-    for (size_t i = 0; i < op_inputs_nargs(in); i++) {
+    const opreg_value *a = opreg_inputs_args(in);
+    for (size_t i = 0; i < opreg_inputs_nargs(in); i++) {
         if (a[i].kind == OPREG_VALUE_TENSOR && a[i].u.tensor && n < cap) out[n++] = a[i].u.tensor;
         if (a[i].kind == OPREG_VALUE_TENSOR_LIST)
             for (size_t j = 0; j < a[i].u.tensors.len && n < cap; j++)
@@ -45,7 +45,7 @@ typedef struct snapshot {
     unsigned char *bytes[64];
 } snapshot;
 
-static void take(snapshot *sn, const op_inputs *in) {
+static void take(snapshot *sn, const opreg_inputs *in) {
     DLTensor *ts[64];
     sn->n = tensors_of(in, ts, 64);
     for (size_t i = 0; i < sn->n; i++) {
@@ -56,7 +56,7 @@ static void take(snapshot *sn, const op_inputs *in) {
 }
 
 /* Compare (metadata restored) and free. */
-static void compare(snapshot *sn, const op_inputs *in, const char *name, const char *key,
+static void compare(snapshot *sn, const opreg_inputs *in, const char *name, const char *key,
                     const char *what, size_t arg) {
     DLTensor *ts[64];
     tensors_of(in, ts, 64);
@@ -72,12 +72,12 @@ static void compare(snapshot *sn, const op_inputs *in, const char *name, const c
 }
 
 /* Call with the mutation in place; report an acceptance or a silent failure. */
-static void call_bad(const opreg_op *op, op_inputs *in, opreg_dispatch_key key, const char *what,
+static void call_bad(const opreg_op *op, opreg_inputs *in, opreg_dispatch_key key, const char *what,
                      size_t arg) {
     opreg_clear_error();
-    op_inputs_clear_rets(in);
-    opreg_status st = opreg_call_boxed_key(op, key, op_inputs_args(in), op_inputs_nargs(in), NULL,
-                                           0, op_inputs_rets(in), op_inputs_nrets(in));
+    opreg_inputs_clear_rets(in);
+    opreg_status st = opreg_call_boxed_key(op, key, opreg_inputs_args(in), opreg_inputs_nargs(in),
+                                           NULL, 0, opreg_inputs_rets(in), opreg_inputs_nrets(in));
     if (st == OPREG_OK) {
         fprintf(stderr, "%s on %s: %s of tensor %zu was accepted\n", opreg_op_name(op),
                 opreg_key_name(key), what, arg);
@@ -87,7 +87,7 @@ static void call_bad(const opreg_op *op, op_inputs *in, opreg_dispatch_key key, 
                 opreg_key_name(key), what, arg);
         failures++;
     }
-    op_inputs_clear_rets(in);
+    opreg_inputs_clear_rets(in);
 }
 
 TEST(every_op_refuses_bad_tensors_and_writes_nothing) {
@@ -97,11 +97,11 @@ TEST(every_op_refuses_bad_tensors_and_writes_nothing) {
     for (size_t k = 0; k < opreg_registry_num_ops(reg); k++) {
         const opreg_op *op = opreg_registry_op(reg, k);
         if (!opreg_op_is_defined(op) || strncmp(opreg_op_name(op), "_C::", 4) != 0) continue;
-        op_shape shape;
+        opreg_sizes shape;
         char err[256];
-        op_inputs *in;
-        CHECK_EQ_INT(op_shape_parse(&shape, "", err, sizeof err), 0);
-        if (op_inputs_build(&in, op, -1, &shape, 11, err, sizeof err) != OPREG_OK) {
+        opreg_inputs *in;
+        CHECK_EQ_INT(opreg_sizes_parse(&shape, "", err, sizeof err), 0);
+        if (opreg_inputs_build(&in, op, -1, &shape, 11, err, sizeof err) != OPREG_OK) {
             TEST_FAIL_AT("%s: no inputs: %s", opreg_op_name(op), err);
             continue;
         }
@@ -139,7 +139,7 @@ TEST(every_op_refuses_bad_tensors_and_writes_nothing) {
                 cases += 3;
             }
         }
-        op_inputs_free(in);
+        opreg_inputs_free(in);
     }
     printf("%d ops, %d bad-input cases, %d failures\n", ops, cases, failures);
     CHECK(ops >= 23);

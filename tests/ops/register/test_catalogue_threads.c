@@ -5,7 +5,8 @@
  * sees the pool (opreg's own code) and the kernels' writes on every thread. */
 #include "common/pool.h"
 #include "test.h"
-#include "tools/cmd/op_inputs.h"
+#include "ops/register/catalogue.h"
+#include "opreg/inputs.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -43,27 +44,29 @@ static const opreg_op *find(const char *name) {
     return opreg_op_find(&op, opreg_registry_default(), full) == OPREG_OK ? op : NULL;
 }
 
-static opreg_status call(const opreg_op *op, opreg_dispatch_key key, op_inputs *in) {
-    return opreg_call_boxed_key(op, key, op_inputs_args(in), op_inputs_nargs(in), NULL, 0,
-                                op_inputs_rets(in), op_inputs_nrets(in));
+static opreg_status call(const opreg_op *op, opreg_dispatch_key key, opreg_inputs *in) {
+    return opreg_call_boxed_key(op, key, opreg_inputs_args(in), opreg_inputs_nargs(in), NULL, 0,
+                                opreg_inputs_rets(in), opreg_inputs_nrets(in));
 }
 
 /* Case @p c in bf16 (f32 for the ops without it): inputs, and the
  * Reference key's results on a clone of them. */
 struct prepared {
-    op_inputs *base, *ref;
+    opreg_inputs *base, *ref;
     const opreg_op *op;
     char err[256];
 };
 
 static bool prepare(struct prepared *p, size_t c, int dtype) {
-    op_shape shape;
+    opreg_sizes shape;
     memset(p, 0, sizeof *p);
     p->op = find(cases[c].op);
-    if (!p->op || op_shape_parse(&shape, cases[c].shape, p->err, sizeof p->err) != 0) return false;
-    if (op_inputs_build(&p->base, p->op, dtype, &shape, 7 + c, p->err, sizeof p->err) != OPREG_OK)
+    if (!p->op || opreg_sizes_parse(&shape, cases[c].shape, p->err, sizeof p->err) != 0)
         return false;
-    if (op_inputs_clone(&p->ref, p->base) != OPREG_OK) return false;
+    if (opreg_inputs_build(&p->base, p->op, dtype, &shape, 7 + c, p->err, sizeof p->err) !=
+        OPREG_OK)
+        return false;
+    if (opreg_inputs_clone(&p->ref, p->base) != OPREG_OK) return false;
     if (call(p->op, OPREG_KEY_REFERENCE, p->ref) != OPREG_OK) {
         snprintf(p->err, sizeof p->err, "Reference: %s", opreg_last_error());
         return false;
@@ -72,15 +75,15 @@ static bool prepare(struct prepared *p, size_t c, int dtype) {
 }
 
 static void release(struct prepared *p) {
-    op_inputs_free(p->base);
-    op_inputs_free(p->ref);
+    opreg_inputs_free(p->base);
+    opreg_inputs_free(p->ref);
 }
 
 /* One CPU call on a clone of p's inputs, compared with the Reference; 0, or
  * -1 with the reason in @p why. */
 static int run_cpu(const struct prepared *p, char *why, size_t cap) {
-    op_inputs *in = NULL;
-    if (op_inputs_clone(&in, p->base) != OPREG_OK) {
+    opreg_inputs *in = NULL;
+    if (opreg_inputs_clone(&in, p->base) != OPREG_OK) {
         snprintf(why, cap, "clone: %s", opreg_last_error());
         return -1;
     }
@@ -89,20 +92,20 @@ static int run_cpu(const struct prepared *p, char *why, size_t cap) {
         snprintf(why, cap, "CPU: %s", opreg_last_error());
         rc = -1;
     } else {
-        op_diff d;
-        op_inputs_compare(&d, in, p->ref);
+        opreg_diff d;
+        opreg_inputs_compare(&d, in, p->ref);
         if (!d.ok || d.checked == 0) {
             snprintf(why, cap, "%s%s (%lld of %lld bad)", d.why, d.first_bad, (long long)d.bad,
                      (long long)d.checked);
             rc = -1;
         }
     }
-    op_inputs_free(in);
+    opreg_inputs_free(in);
     return rc;
 }
 
 static int dtype_of_case(size_t c) {
-    const op_builder_entry *e = op_builders;
+    const opreg_generator *e = opreg__catalogue_generators;
     while (e->name && strcmp(e->name, cases[c].op) != 0)
         e++;
     return e->name && (e->dtypes & (1u << OPREG_DTYPE_BF16)) ? OPREG_DTYPE_BF16 : -1;

@@ -5,12 +5,13 @@
  * combined KV cache (kv_split), and each option (fp8 caches, per-token
  * scales, GPT-J rotation, ALiBi, no bias). Both calls get byte-identical
  * copies of the same random inputs; every written and returned tensor is
- * compared with the dtype's tolerance (tools/cmd/op_inputs.h). The whole table
+ * compared with the dtype's tolerance (tools/cmd/opreg_inputs.h). The whole table
  * runs once per instruction-set path this CPU has (portable, AVX2,
  * AVX-512, ...). */
 #include "backends/cpu/kernels/cpu_kernels.h"
 #include "test.h"
-#include "tools/cmd/op_inputs.h"
+#include "ops/register/catalogue.h"
+#include "opreg/inputs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -95,9 +96,9 @@ static const op_case cases[] = {
     { "linear", { GEMM, DECODE } },
 };
 
-static opreg_status call(const opreg_op *op, opreg_dispatch_key key, op_inputs *in) {
-    return opreg_call_boxed_key(op, key, op_inputs_args(in), op_inputs_nargs(in), NULL, 0,
-                                op_inputs_rets(in), op_inputs_nrets(in));
+static opreg_status call(const opreg_op *op, opreg_dispatch_key key, opreg_inputs *in) {
+    return opreg_call_boxed_key(op, key, opreg_inputs_args(in), opreg_inputs_nargs(in), NULL, 0,
+                                opreg_inputs_rets(in), opreg_inputs_nrets(in));
 }
 
 /* Each provider of each op: whether it ran at least once, and why it
@@ -122,27 +123,27 @@ static struct seen *seen_of(const char *op, const char *provider) {
 /* One op, dtype and shape: each provider of the CPU key that takes these
  * inputs (pinned in turn) against the Reference key, on clones of them. */
 static void run_one(const opreg_op *op, const char *name, int dtype, const char *shape_text) {
-    op_shape shape;
-    op_inputs *base = NULL, *ref = NULL;
+    opreg_sizes shape;
+    opreg_inputs *base = NULL, *ref = NULL;
     char err[256] = "";
     const char *dt = opreg_dtype_name((opreg_dtype)dtype);
     opreg_registry *reg = opreg_registry_default();
-    if (op_shape_parse(&shape, shape_text, err, sizeof err) != 0) {
+    if (opreg_sizes_parse(&shape, shape_text, err, sizeof err) != 0) {
         TEST_FAIL_AT("%s %s: bad shape '%s': %s", name, dt, shape_text, err);
         return;
     }
-    if (op_inputs_build(&base, op, dtype, &shape, 42, err, sizeof err) != OPREG_OK) {
+    if (opreg_inputs_build(&base, op, dtype, &shape, 42, err, sizeof err) != OPREG_OK) {
         TEST_FAIL_AT("%s %s %s: building inputs: %s %s", name, dt, shape_text, err,
                      opreg_last_error());
         return;
     }
     static opreg_call_explanation x;
-    CHECK_EQ_INT(opreg_explain_call(&x, op, OPREG_KEY_CPU, op_inputs_args(base),
-                                    op_inputs_nargs(base), NULL, 0),
+    CHECK_EQ_INT(opreg_explain_call(&x, op, OPREG_KEY_CPU, opreg_inputs_args(base),
+                                    opreg_inputs_nargs(base), NULL, 0),
                  OPREG_OK);
     CHECK(x.supported);
     CHECK(x.nproviders > 0);
-    CHECK_EQ_INT(op_inputs_clone(&ref, base), OPREG_OK);
+    CHECK_EQ_INT(opreg_inputs_clone(&ref, base), OPREG_OK);
     opreg_status sr = ref ? call(op, OPREG_KEY_REFERENCE, ref) : OPREG_ERR_OUT_OF_MEMORY;
     if (sr != OPREG_OK)
         TEST_FAIL_AT("%s %s %s: Reference: %s", name, dt, shape_text, opreg_last_error());
@@ -159,8 +160,8 @@ static void run_one(const opreg_op *op, const char *name, int dtype, const char 
         CHECK_EQ_INT(opreg_registry_set_providers(reg, spec), OPREG_OK);
         /* A provider after the chosen one was not asked: ask it, pinned. */
         static opreg_call_explanation pinned;
-        CHECK_EQ_INT(opreg_explain_call(&pinned, op, OPREG_KEY_CPU, op_inputs_args(base),
-                                        op_inputs_nargs(base), NULL, 0),
+        CHECK_EQ_INT(opreg_explain_call(&pinned, op, OPREG_KEY_CPU, opreg_inputs_args(base),
+                                        opreg_inputs_nargs(base), NULL, 0),
                      OPREG_OK);
         if (!pinned.supported) {
             for (size_t j = 0; j < pinned.nproviders; j++)
@@ -169,15 +170,15 @@ static void run_one(const opreg_op *op, const char *name, int dtype, const char 
             declined_total++;
             continue;
         }
-        op_inputs *cpu = NULL;
-        CHECK_EQ_INT(op_inputs_clone(&cpu, base), OPREG_OK);
+        opreg_inputs *cpu = NULL;
+        CHECK_EQ_INT(opreg_inputs_clone(&cpu, base), OPREG_OK);
         opreg_status sc = cpu ? call(op, OPREG_KEY_CPU, cpu) : OPREG_ERR_OUT_OF_MEMORY;
         if (sc != OPREG_OK)
             TEST_FAIL_AT("%s %s %s: CPU provider %s: %s", name, dt, shape_text, p->name,
                          opreg_last_error());
         if (sc == OPREG_OK) {
-            op_diff diff;
-            op_inputs_compare(&diff, cpu, ref);
+            opreg_diff diff;
+            opreg_inputs_compare(&diff, cpu, ref);
             if (!diff.ok)
                 TEST_FAIL_AT("%s %s %s: provider %s: %s%s (max abs %g, rel %g; %lld of %lld bad)",
                              name, dt, shape_text, p->name, diff.why, diff.first_bad, diff.max_abs,
@@ -187,17 +188,17 @@ static void run_one(const opreg_op *op, const char *name, int dtype, const char 
             s->runs++;
             runs_total++;
         }
-        op_inputs_free(cpu);
+        opreg_inputs_free(cpu);
     }
     CHECK_EQ_INT(opreg_registry_set_providers(reg, NULL), OPREG_OK);
-    op_inputs_free(ref);
-    op_inputs_free(base);
+    opreg_inputs_free(ref);
+    opreg_inputs_free(base);
 }
 
 static void run_table(void) {
     int runs = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        const op_builder_entry *e = op_builders;
+        const opreg_generator *e = opreg__catalogue_generators;
         char full[96];
         const opreg_op *op = NULL;
         while (e->name && strcmp(e->name, cases[c].op) != 0)
@@ -240,7 +241,7 @@ TEST(every_provider_every_op_every_dtype_every_shape) {
 
 /* Every op of the catalogue has a row above. */
 TEST(table_covers_the_catalogue) {
-    for (const op_builder_entry *e = op_builders; e->name; e++) {
+    for (const opreg_generator *e = opreg__catalogue_generators; e->name; e++) {
         bool found = false;
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
             found |= strcmp(cases[c].op, e->name) == 0;
@@ -256,7 +257,7 @@ TEST(gemm_on_every_path) {
     for (int isa = OPREG__ISA_PORTABLE; isa < best; isa++) {
         int old = opreg__cpu_set_isa_limit(isa);
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-            const op_builder_entry *e = op_builders;
+            const opreg_generator *e = opreg__catalogue_generators;
             const opreg_op *op = NULL;
             char full[96];
             if (strcmp(cases[c].op, "linear") != 0 && strcmp(cases[c].op, "cutlass_scaled_mm") != 0)

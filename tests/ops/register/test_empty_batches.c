@@ -11,7 +11,8 @@
  * moe_align_block_size is the one op whose outputs mean something for zero
  * tokens (the padded count is 0); it is checked for that instead. */
 #include "test.h"
-#include "tools/cmd/op_inputs.h"
+#include "ops/register/catalogue.h"
+#include "opreg/inputs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -52,9 +53,9 @@ static const empty_case cases[] = {
 };
 
 /* Give every tensor with no element the strides 0 (its bytes stay). */
-static void zero_strides_of_empty(op_inputs *in) {
-    const opreg_value *args = op_inputs_args(in);
-    for (size_t i = 0; i < op_inputs_nargs(in); i++) {
+static void zero_strides_of_empty(opreg_inputs *in) {
+    const opreg_value *args = opreg_inputs_args(in);
+    for (size_t i = 0; i < opreg_inputs_nargs(in); i++) {
         DLTensor *t = args[i].kind == OPREG_VALUE_TENSOR ? args[i].u.tensor : NULL;
         if (t && t->strides && opreg_tensor_numel(t) == 0)
             for (int d = 0; d < t->ndim; d++)
@@ -89,9 +90,9 @@ static bool same_bytes(const DLTensor *a, const DLTensor *b) {
 
 /* Every tensor argument (and every tensor of a list) of @p a is
  * byte-identical to @p b's; names the first that is not. */
-static bool unchanged(const op_inputs *a, const op_inputs *b, char *why, size_t cap) {
-    const opreg_value *x = op_inputs_args(a), *y = op_inputs_args(b);
-    for (size_t i = 0; i < op_inputs_nargs(a); i++) {
+static bool unchanged(const opreg_inputs *a, const opreg_inputs *b, char *why, size_t cap) {
+    const opreg_value *x = opreg_inputs_args(a), *y = opreg_inputs_args(b);
+    for (size_t i = 0; i < opreg_inputs_nargs(a); i++) {
         if (x[i].kind == OPREG_VALUE_TENSOR && !same_bytes(x[i].u.tensor, y[i].u.tensor)) {
             snprintf(why, cap, "argument %zu changed", i);
             return false;
@@ -115,45 +116,46 @@ static bool device_of_key(opreg_dispatch_key key, DLDevice *dev) {
     }
     if (!b || !opreg_key_is_available(key, NULL, 0)) return false;
     *dev = (DLDevice){ (DLDeviceType)b->device_type, 0 };
-    return op_inputs_device_reachable(*dev);
+    return opreg_inputs_device_reachable(*dev);
 }
 
 static int runs;
 
 static void run_case(const opreg_op *op, const char *name, opreg_dispatch_key key, int dtype,
                      const char *shape_text) {
-    op_shape shape;
-    op_inputs *base = NULL, *host = NULL, *dev_in = NULL;
+    opreg_sizes shape;
+    opreg_inputs *base = NULL, *host = NULL, *dev_in = NULL;
     char err[256] = "", why[128] = "";
     DLDevice dev;
     const char *dt = opreg_dtype_name((opreg_dtype)dtype), *kn = opreg_key_name(key);
     if (!device_of_key(key, &dev)) return;
-    if (op_shape_parse(&shape, shape_text, err, sizeof err) != 0 ||
-        op_inputs_build(&base, op, dtype, &shape, 7, err, sizeof err) != OPREG_OK) {
+    if (opreg_sizes_parse(&shape, shape_text, err, sizeof err) != 0 ||
+        opreg_inputs_build(&base, op, dtype, &shape, 7, err, sizeof err) != OPREG_OK) {
         TEST_FAIL_AT("%s %s %s: building inputs: %s %s", name, dt, shape_text, err,
                      opreg_last_error());
         return;
     }
     zero_strides_of_empty(base);
-    CHECK_EQ_INT(op_inputs_clone(&host, base), OPREG_OK);
+    CHECK_EQ_INT(opreg_inputs_clone(&host, base), OPREG_OK);
     bool on_host = dev.device_type == kDLCPU;
     if (host && !on_host) {
         /* swap_blocks takes its mapping on the host */
         uint32_t host_args = strcmp(name, "_C::swap_blocks") == 0 ? 1u << 2 : 0;
-        CHECK_EQ_INT(op_inputs_to_device(&dev_in, host, dev, host_args), OPREG_OK);
+        CHECK_EQ_INT(opreg_inputs_to_device(&dev_in, host, dev, host_args), OPREG_OK);
     }
-    op_inputs *in = on_host ? host : dev_in;
+    opreg_inputs *in = on_host ? host : dev_in;
     if (in) {
-        opreg_status st = opreg_call_boxed_key(op, key, op_inputs_args(in), op_inputs_nargs(in),
-                                               NULL, 0, op_inputs_rets(in), op_inputs_nrets(in));
+        opreg_status st =
+            opreg_call_boxed_key(op, key, opreg_inputs_args(in), opreg_inputs_nargs(in), NULL, 0,
+                                 opreg_inputs_rets(in), opreg_inputs_nrets(in));
         if (st != OPREG_OK)
             TEST_FAIL_AT("%s %s %s on %s: %s: %s", name, dt, shape_text, kn, opreg_status_name(st),
                          opreg_last_error());
-        else if (!on_host && op_inputs_fetch(host, in) != OPREG_OK)
+        else if (!on_host && opreg_inputs_fetch(host, in) != OPREG_OK)
             TEST_FAIL_AT("%s on %s: fetching the results: %s", name, kn, opreg_last_error());
         else if (strcmp(name, "_C::moe_align_block_size") == 0) {
             /* num_tokens_post_pad (argument 5) is 0 for no token */
-            const DLTensor *post = op_inputs_args(host)[5].u.tensor;
+            const DLTensor *post = opreg_inputs_args(host)[5].u.tensor;
             if (key != OPREG_KEY_META && ((const int32_t *)post->data)[0] != 0)
                 TEST_FAIL_AT("%s on %s: num_tokens_post_pad %d for no token", name, kn,
                              ((const int32_t *)post->data)[0]);
@@ -162,14 +164,14 @@ static void run_case(const opreg_op *op, const char *name, opreg_dispatch_key ke
                          why);
         runs++;
     }
-    op_inputs_free(dev_in);
-    op_inputs_free(host);
-    op_inputs_free(base);
+    opreg_inputs_free(dev_in);
+    opreg_inputs_free(host);
+    opreg_inputs_free(base);
 }
 
 TEST(every_op_accepts_an_empty_batch_on_every_key) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        const op_builder_entry *e = op_builders;
+        const opreg_generator *e = opreg__catalogue_generators;
         const opreg_op *op = NULL;
         char full[96];
         while (e->name && strcmp(e->name, cases[c].op) != 0)
@@ -189,7 +191,7 @@ TEST(every_op_accepts_an_empty_batch_on_every_key) {
 
 /* Every op of the catalogue has an empty case above. */
 TEST(cases_cover_the_catalogue) {
-    for (const op_builder_entry *e = op_builders; e->name; e++) {
+    for (const opreg_generator *e = opreg__catalogue_generators; e->name; e++) {
         bool found = false;
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
             found |= strcmp(cases[c].op, e->name) == 0;

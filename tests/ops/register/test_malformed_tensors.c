@@ -7,17 +7,18 @@
  * arguments are left as they were. */
 #include "opreg/opreg.h"
 #include "test.h"
-#include "tools/cmd/op_inputs.h"
+#include "ops/register/catalogue.h"
+#include "opreg/inputs.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static int refusals;
 
-static void one(const opreg_op *op, const char *name, op_inputs *in, size_t pos, int ndim,
+static void one(const opreg_op *op, const char *name, opreg_inputs *in, size_t pos, int ndim,
                 bool with_shape) {
-    const opreg_value *src = op_inputs_args(in);
-    size_t n = op_inputs_nargs(in);
+    const opreg_value *src = opreg_inputs_args(in);
+    size_t n = opreg_inputs_nargs(in);
     opreg_value args[64];
     memcpy(args, src, n * sizeof args[0]);
     DLTensor bad = *src[pos].u.tensor;
@@ -45,27 +46,27 @@ static void one(const opreg_op *op, const char *name, op_inputs *in, size_t pos,
 }
 
 TEST(malformed_tensor_arguments_are_refused) {
-    for (const op_builder_entry *e = op_builders; e->name; e++) {
+    for (const opreg_generator *e = opreg__catalogue_generators; e->name; e++) {
         char full[96], err[256];
         const opreg_op *op;
         snprintf(full, sizeof full, "_C::%s", e->name);
         CHECK_EQ_INT(opreg_op_find(&op, opreg_registry_default(), full), OPREG_OK);
-        op_shape shape;
-        op_inputs *in = NULL;
-        CHECK_EQ_INT(op_shape_parse(&shape, "", err, sizeof err), 0);
-        if (op_inputs_build(&in, op, -1, &shape, 7, err, sizeof err) != OPREG_OK) {
+        opreg_sizes shape;
+        opreg_inputs *in = NULL;
+        CHECK_EQ_INT(opreg_sizes_parse(&shape, "", err, sizeof err), 0);
+        if (opreg_inputs_build(&in, op, -1, &shape, 7, err, sizeof err) != OPREG_OK) {
             TEST_FAIL_AT("%s: %s", full, err);
             continue;
         }
-        const opreg_value *a = op_inputs_args(in);
-        for (size_t pos = 0; pos < op_inputs_nargs(in); pos++) {
+        const opreg_value *a = opreg_inputs_args(in);
+        for (size_t pos = 0; pos < opreg_inputs_nargs(in); pos++) {
             if (a[pos].kind != OPREG_VALUE_TENSOR) continue;
             int rank = a[pos].u.tensor->ndim;
             one(op, full, in, pos, rank, false);     /* the right rank, no shape */
             one(op, full, in, pos, rank + 1, false); /* another rank, no shape */
             one(op, full, in, pos, -1, true);        /* a rank out of range */
         }
-        op_inputs_free(in);
+        opreg_inputs_free(in);
     }
     printf("  %d malformed calls refused\n", refusals);
     CHECK(refusals > 100);

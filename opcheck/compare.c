@@ -1,6 +1,6 @@
 /* Element access in every dtype, the tolerances, and the comparison of
  * what two runs of an op wrote. */
-#include "tools/cmd/op_inputs.h"
+#include "opcheck/opcheck_internal.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -30,9 +30,9 @@ static uint16_t f32_to_bf16(float f) {
     return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
-double opb_get(const DLTensor *t, int64_t i) {
+double opreg_gen_get(const DLTensor *t, int64_t i) {
     const char *p = (const char *)t->data + t->byte_offset;
-    switch (opb_dtype_of(t)) {
+    switch (opreg_gen_dtype_of(t)) {
     case OPREG_DTYPE_F32:
         return ((const float *)p)[i];
     case OPREG_DTYPE_F64:
@@ -76,9 +76,9 @@ double opb_get(const DLTensor *t, int64_t i) {
     }
 }
 
-void opb_set(DLTensor *t, int64_t i, double v) {
+void opreg_gen_set(DLTensor *t, int64_t i, double v) {
     char *p = (char *)t->data + t->byte_offset;
-    switch (opb_dtype_of(t)) {
+    switch (opreg_gen_dtype_of(t)) {
     case OPREG_DTYPE_F32:
         ((float *)p)[i] = (float)v;
         break;
@@ -109,13 +109,13 @@ void opb_set(DLTensor *t, int64_t i, double v) {
     }
 }
 
-/* The tolerances (documented in op_inputs.h and `opreg run --help`):
+/* The tolerances (documented in opreg_inputs.h and `opreg run --help`):
  * f32: 1e-4 relative (reductions and fast exp/erf/tanh), f16 and bf16 about
  * two ulps (2^-10, 2^-7: one for the rounding of the result, one for the
  * order of the float math before it), fp8 one ulp, int8 one step (x/s against
  * x*(1/s) at a tie), int32/int64/bool exact. */
-op_tolerance op_tolerance_of(opreg_dtype dtype) {
-    op_tolerance t = { 0, 0, 0 };
+opreg_tolerance opreg_tolerance_of(opreg_dtype dtype) {
+    opreg_tolerance t = { 0, 0, 0 };
     switch (dtype) {
     case OPREG_DTYPE_F64:
         t.atol = 1e-12, t.rtol = 1e-12, t.units = -1;
@@ -143,12 +143,12 @@ op_tolerance op_tolerance_of(opreg_dtype dtype) {
 /* The position of element @p i in its dtype's value order (fp8 codes are
  * sign and magnitude; -0 and +0 are both 0). */
 static int64_t ordinal(const DLTensor *t, int64_t i) {
-    opreg_dtype dt = opb_dtype_of(t);
+    opreg_dtype dt = opreg_gen_dtype_of(t);
     if (dt == OPREG_DTYPE_F8_E4M3FN || dt == OPREG_DTYPE_F8_E5M2) {
         uint8_t c = ((const uint8_t *)t->data + t->byte_offset)[i];
         return (c & 0x80) ? -(int64_t)(c & 0x7f) : (int64_t)(c & 0x7f);
     }
-    return (int64_t)opb_get(t, i);
+    return (int64_t)opreg_gen_get(t, i);
 }
 
 /* Element offset of flat index @p i under the tensor's strides. */
@@ -162,12 +162,13 @@ static int64_t offset_of(const DLTensor *t, int64_t i) {
     return off;
 }
 
-static void compare_tensor(op_diff *out, const char *name, const DLTensor *g, const DLTensor *w) {
-    opreg_dtype dt = opb_dtype_of(w);
-    op_tolerance tol = op_tolerance_of(dt);
+static void compare_tensor(opreg_diff *out, const char *name, const DLTensor *g,
+                           const DLTensor *w) {
+    opreg_dtype dt = opreg_gen_dtype_of(w);
+    opreg_tolerance tol = opreg_tolerance_of(dt);
     int64_t n = opreg_tensor_numel(w);
     double scale = 0;
-    bool same = g && g->ndim == w->ndim && opb_dtype_of(g) == dt;
+    bool same = g && g->ndim == w->ndim && opreg_gen_dtype_of(g) == dt;
     for (int d = 0; same && d < w->ndim; d++)
         same = g->shape[d] == w->shape[d];
     if (!same) {
@@ -176,13 +177,13 @@ static void compare_tensor(op_diff *out, const char *name, const DLTensor *g, co
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        double v = fabs(opb_get(w, offset_of(w, i)));
+        double v = fabs(opreg_gen_get(w, offset_of(w, i)));
         if (isfinite(v) && v > scale) scale = v;
     }
     double floor_abs = tol.atol * (scale > 1 ? scale : 1);
     for (int64_t i = 0; i < n; i++) {
         int64_t og = offset_of(g, i), ow = offset_of(w, i);
-        double gv = opb_get(g, og), wv = opb_get(w, ow), abs_err, rel = 0;
+        double gv = opreg_gen_get(g, og), wv = opreg_gen_get(w, ow), abs_err, rel = 0;
         bool ok;
         if (isnan(gv) || isnan(wv)) {
             ok = isnan(gv) && isnan(wv);
@@ -211,7 +212,7 @@ static void compare_tensor(op_diff *out, const char *name, const DLTensor *g, co
     }
 }
 
-static void compare_value(op_diff *out, const char *name, const opreg_value *g,
+static void compare_value(opreg_diff *out, const char *name, const opreg_value *g,
                           const opreg_value *w) {
     if (g->kind != w->kind) {
         if (!out->why[0]) snprintf(out->why, sizeof out->why, "%s: kinds differ", name);
@@ -227,8 +228,8 @@ static void compare_value(op_diff *out, const char *name, const opreg_value *g,
     }
 }
 
-void op_inputs_compare(op_diff *out, const op_inputs *got, const op_inputs *want) {
-    const opreg_schema *s = opreg_op_schema(op_inputs_op(want));
+void opreg_inputs_compare(opreg_diff *out, const opreg_inputs *got, const opreg_inputs *want) {
+    const opreg_schema *s = opreg_op_schema(opreg_inputs_op(want));
     memset(out, 0, sizeof *out);
     out->ok = true;
     if (!s) {
@@ -236,16 +237,16 @@ void op_inputs_compare(op_diff *out, const op_inputs *got, const op_inputs *want
         out->ok = false;
         return;
     }
-    for (size_t i = 0; i < opreg_schema_num_arguments(s) && i < op_inputs_nargs(want); i++) {
+    for (size_t i = 0; i < opreg_schema_num_arguments(s) && i < opreg_inputs_nargs(want); i++) {
         const opreg_argument *a = opreg_schema_argument(s, i);
         if (opreg_argument_is_write(a))
-            compare_value(out, opreg_argument_name(a), &op_inputs_args(got)[i],
-                          &op_inputs_args(want)[i]);
+            compare_value(out, opreg_argument_name(a), &opreg_inputs_args(got)[i],
+                          &opreg_inputs_args(want)[i]);
     }
     for (size_t r = 0; r < opreg_schema_num_returns(s); r++) {
         const char *name = opreg_argument_name(opreg_schema_return(s, r));
         compare_value(out, name[0] ? name : "result",
-                      &op_inputs_rets((op_inputs *)(uintptr_t)got)[r],
-                      &op_inputs_rets((op_inputs *)(uintptr_t)want)[r]);
+                      &opreg_inputs_rets((opreg_inputs *)(uintptr_t)got)[r],
+                      &opreg_inputs_rets((opreg_inputs *)(uintptr_t)want)[r]);
     }
 }
