@@ -6,7 +6,10 @@
 #   2. run the tests labelled `cuda` (ctest -L cuda; test_nccl among them
 #      needs libnccl.so.2, looked for under CUDA_HOME's lib folders too);
 #   3. run them again under compute-sanitizer --tool memcheck;
-#   4. run `opreg bench --json ops --device cuda`: each memory-bound op's
+#   4. run tests/python/test_torch_cuda.py with a python3 that has torch
+#      (OPREG_TORCH_PYTHON, default python3) when the binding builds: opreg's
+#      kernels on torch's current stream, opcheck and torch.compile on CUDA;
+#   5. run `opreg bench --json ops --device cuda`: each memory-bound op's
 #      GB/s beside a device-to-device copy measured in the same run.
 # It prints a short table last and writes everything to
 # build-gpu/gpu-check.txt (the table and the logs' tails) and the bench's
@@ -20,6 +23,8 @@
 # bundle, tools/deps.sh runs first when root (bounded, 90 s).
 # -DOPREG_WERROR follows GPU_CHECK_WERROR (default OFF: another machine's
 # compiler may warn where ours does not; its warnings are in the build log).
+# GPU_CHECK_CMAKE_ARGS adds arguments to the configure step (for example
+# -DPython3_INCLUDE_DIR=... where python3 has no headers of its own).
 # Exit status: 0 when every step passed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -98,7 +103,8 @@ card=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,nohe
 log "opreg gpu-check $(date -u +%Y-%m-%dT%H:%MZ) on ${card:-no nvidia-smi}, $(nvcc --version 2>/dev/null | tail -1)"
 
 step "configure" 120 cmake -S . -B "$build" -DOPREG_CUDA=ON -DOPREG_WERROR="${GPU_CHECK_WERROR:-OFF}" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_COMPILER="$cuda_home/bin/nvcc" "${cmake_extra[@]}" &&
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_COMPILER="$cuda_home/bin/nvcc" "${cmake_extra[@]}" \
+  ${GPU_CHECK_CMAKE_ARGS:-} &&
 step "build" 300 cmake --build "$build" -j"$jobs" --target opreg_tool test_cuda_math \
   test_cuda_backend test_cuda_ops test_cuda_bad_inputs test_nccl
 built=$?
@@ -147,6 +153,20 @@ if [ $built -eq 0 ]; then
         "$OPREG_GPU_BUILD/tests/backends/cuda/$t" || rc=1
     done
     exit $rc'
+
+  # opreg's CUDA kernels called from PyTorch (tests/python/test_torch_cuda.py):
+  # torch's current stream, the block on CUDA, opcheck, torch.compile. Needs a
+  # python3 with torch (OPREG_TORCH_PYTHON) and the binding, which needs
+  # Python's headers; without either the step says so and is not counted.
+  torch_py=${OPREG_TORCH_PYTHON:-python3}
+  if ! "$torch_py" -c 'import torch' >/dev/null 2>&1; then
+    rows+=("$(printf '%-28s %-11s %s' "torch on cuda" "not run" "no torch for $torch_py")")
+  elif ! cmake --build "$build" -j"$jobs" --target opreg_python >"$build/python-build.log" 2>&1; then
+    rows+=("$(printf '%-28s %-11s %s' "torch on cuda" "not run" "no binding built (Python headers?)")")
+  else
+    step "torch on cuda" 240 env PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
+      "$torch_py" tests/python/test_torch_cuda.py
+  fi
 
   step "bench ops --device cuda" 120 bash -c \
     "'$build/tools/opreg' bench --json ops --device cuda > '$build/bench-cuda.json'"
