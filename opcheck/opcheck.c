@@ -957,7 +957,8 @@ static opreg_status check_op(opreg_check_report *r, const opreg_op *op,
                                                  sizeof err)
                        : opreg_inputs_build(&host, op, dt, &sizes, o->seed, err, sizeof err);
             if (bs != OPREG_OK) {
-                if (edge) snprintf(edge_why, sizeof edge_why, "%s: %s", edge_names[edge], err);
+                if (edge)
+                    snprintf(edge_why, sizeof edge_why, "%.40s: %.250s", edge_names[edge], err);
                 continue;
             }
             built_any = true;
