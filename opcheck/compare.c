@@ -1,6 +1,7 @@
 /* Element access in every dtype, the tolerances, and the comparison of
  * what two runs of an op wrote. */
 #include "opcheck/opcheck_internal.h"
+#include "common/dtype_access.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -8,105 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint16_t f32_to_f16(float f) {
-    uint32_t x, ax, sign;
-    memcpy(&x, &f, sizeof x);
-    sign = (x >> 16) & 0x8000u;
-    ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to infinity */
-    if (ax < 0x38800000u) {                                   /* a half subnormal (or zero) */
-        float a;
-        memcpy(&a, &ax, sizeof a);
-        return (uint16_t)(sign | (uint32_t)nearbyintf(a * 16777216.0f));
-    }
-    return (uint16_t)(sign | ((ax + 0xc8000fffu + ((ax >> 13) & 1u)) >> 13));
-}
-
-static uint16_t f32_to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
-    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
+/* Elements load and store as everywhere else in the library
+ * (common/dtype_access.h). */
 double opreg_gen_get(const DLTensor *t, int64_t i) {
-    const char *p = (const char *)t->data + t->byte_offset;
-    switch (opreg_gen_dtype_of(t)) {
-    case OPREG_DTYPE_F32:
-        return ((const float *)p)[i];
-    case OPREG_DTYPE_F64:
-        return ((const double *)p)[i];
-    case OPREG_DTYPE_F16: {
-        uint16_t h = ((const uint16_t *)p)[i];
-        int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-        double v = e == 0    ? ldexp(m, -24)
-                   : e == 31 ? (m ? NAN : INFINITY)
-                             : ldexp(1024 + m, e - 25);
-        return (h & 0x8000) ? -v : v;
-    }
-    case OPREG_DTYPE_BF16: {
-        uint32_t x = (uint32_t)((const uint16_t *)p)[i] << 16;
-        float f;
-        memcpy(&f, &x, sizeof f);
-        return f;
-    }
-    case OPREG_DTYPE_F8_E4M3FN: {
-        uint8_t c = ((const uint8_t *)p)[i];
-        int e = (c >> 3) & 15, m = c & 7;
-        double v = (e == 15 && m == 7) ? NAN : e == 0 ? ldexp(m, -9) : ldexp(8 + m, e - 10);
-        return (c & 0x80) ? -v : v;
-    }
-    case OPREG_DTYPE_F8_E5M2: {
-        uint8_t c = ((const uint8_t *)p)[i];
-        int e = (c >> 2) & 31, m = c & 3;
-        double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -16) : ldexp(4 + m, e - 17);
-        return (c & 0x80) ? -v : v;
-    }
-    case OPREG_DTYPE_I8:
-        return ((const int8_t *)p)[i];
-    case OPREG_DTYPE_I16:
-        return ((const int16_t *)p)[i];
-    case OPREG_DTYPE_I32:
-        return ((const int32_t *)p)[i];
-    case OPREG_DTYPE_I64:
-        return (double)((const int64_t *)p)[i];
-    default: /* u8, bool */
-        return ((const uint8_t *)p)[i];
-    }
+    return opreg__ld((const char *)t->data + t->byte_offset, (int)opreg_gen_dtype_of(t), i);
 }
 
 void opreg_gen_set(DLTensor *t, int64_t i, double v) {
-    char *p = (char *)t->data + t->byte_offset;
-    switch (opreg_gen_dtype_of(t)) {
-    case OPREG_DTYPE_F32:
-        ((float *)p)[i] = (float)v;
-        break;
-    case OPREG_DTYPE_F64:
-        ((double *)p)[i] = v;
-        break;
-    case OPREG_DTYPE_F16:
-        ((uint16_t *)p)[i] = f32_to_f16((float)v);
-        break;
-    case OPREG_DTYPE_BF16:
-        ((uint16_t *)p)[i] = f32_to_bf16((float)v);
-        break;
-    case OPREG_DTYPE_I8:
-        ((int8_t *)p)[i] = (int8_t)v;
-        break;
-    case OPREG_DTYPE_I16:
-        ((int16_t *)p)[i] = (int16_t)v;
-        break;
-    case OPREG_DTYPE_I32:
-        ((int32_t *)p)[i] = (int32_t)v;
-        break;
-    case OPREG_DTYPE_I64:
-        ((int64_t *)p)[i] = (int64_t)v;
-        break;
-    default: /* u8, bool, fp8 codes */
-        ((uint8_t *)p)[i] = (uint8_t)v;
-        break;
-    }
+    opreg__st((char *)t->data + t->byte_offset, (int)opreg_gen_dtype_of(t), i, v);
 }
 
 /* The tolerances (documented in opreg_inputs.h and `opreg run --help`):

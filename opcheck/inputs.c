@@ -228,9 +228,9 @@ void opreg_gen_fill(opreg_gen *b, DLTensor *t, double lo, double hi) {
             /* codes of magnitude about 1/8..2, never NaN: exponent field 4..7 (e4m3) */
             int shift = dt == OPREG_DTYPE_F8_E4M3FN ? 3 : 2, bias = shift == 3 ? 4 : 12;
             uint64_t r = next_u64(b);
-            opreg_gen_set(t, i,
-                          (double)((r & 0x80) | ((bias + (r >> 8) % 4) << shift) |
-                                   ((r >> 16) & ((1u << shift) - 1))));
+            ((uint8_t *)t->data + t->byte_offset)[i] =
+                (uint8_t)((r & 0x80) | ((bias + (r >> 8) % 4) << shift) |
+                          ((r >> 16) & ((1u << shift) - 1)));
         } else {
             opreg_gen_set(t, i, lo + (hi - lo) * opreg_gen_uniform(b));
         }

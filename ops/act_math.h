@@ -6,7 +6,7 @@
 #ifndef OPREG_OPS_ACT_MATH_H
 #define OPREG_OPS_ACT_MATH_H
 
-#include "ops/dtype_convert.h"
+#include "common/dtype_convert.h"
 
 #include <math.h>
 

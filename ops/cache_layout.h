@@ -12,7 +12,7 @@
 #ifndef OPREG_OPS_CACHE_LAYOUT_H
 #define OPREG_OPS_CACHE_LAYOUT_H
 
-#include "ops/dtype_convert.h"
+#include "common/dtype_convert.h"
 
 static inline OPREG_HD int64_t opreg__kcache_index(int64_t blk, int64_t blk_stride, int64_t h,
                                                    int64_t i, int64_t head_size, int64_t x,

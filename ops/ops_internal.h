@@ -1,13 +1,13 @@
 /* Helpers shared by the op checks and the reference kernels: dtypes of
- * DLTensors, element loads and stores through double, and the argument
- * checks that every op's opreg__check_<op>() is built from. Not installed. */
+ * DLTensors (element loads and stores are common/dtype_access.h), and the
+ * argument checks that every op's opreg__check_<op>() is built from. Not installed. */
 #ifndef OPREG_OPS_INTERNAL_H
 #define OPREG_OPS_INTERNAL_H
 
 #include "common/dtype_list.h"
 #include "common/internal.h"
 #include "opreg/tensor.h"
-#include "ops/dtype_convert.h"
+#include "common/dtype_access.h"
 
 #include <math.h>
 
@@ -69,81 +69,6 @@ static inline void *opreg__ptr(const opreg_tensor *t) {
 
 static inline int opreg__is_meta(const opreg_tensor *t) {
     return t->device.device_type == OPREG_DEVICE_META;
-}
-
-/* Round a double once to float: round to odd, so that a second rounding to
- * a narrower format (24 > 8 + 2 significand bits) is a correct rounding. */
-static inline float opreg__f64_to_f32_odd(double d) {
-    float f = (float)d;
-    uint32_t u;
-    if (isnan(d) || (double)f == d) return f;
-    if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);
-    u = opreg__f32_bits(f) | 1u;
-    return opreg__f32_from_bits(u);
-}
-
-/* Load element @p i of a buffer of dtype @p dt as a double (exact). */
-static inline double opreg__ld(const void *p, int dt, int64_t i) {
-    switch (dt) {
-    case OPREG_DTYPE_F32:
-        return ((const float *)p)[i];
-    case OPREG_DTYPE_F64:
-        return ((const double *)p)[i];
-    case OPREG_DTYPE_F16:
-        return opreg__f16_to_f32(((const uint16_t *)p)[i]);
-    case OPREG_DTYPE_BF16:
-        return opreg__bf16_to_f32(((const uint16_t *)p)[i]);
-    case OPREG_DTYPE_F8_E4M3FN:
-        return opreg__e4m3fn_to_f32(((const uint8_t *)p)[i]);
-    case OPREG_DTYPE_F8_E5M2:
-        return opreg__e5m2_to_f32(((const uint8_t *)p)[i]);
-    case OPREG_DTYPE_I8:
-        return ((const int8_t *)p)[i];
-    case OPREG_DTYPE_U8:
-        return ((const uint8_t *)p)[i];
-    case OPREG_DTYPE_I16:
-        return ((const int16_t *)p)[i];
-    case OPREG_DTYPE_I32:
-        return ((const int32_t *)p)[i];
-    case OPREG_DTYPE_I64:
-        return (double)((const int64_t *)p)[i];
-    default:
-        return 0.0;
-    }
-}
-
-/* Round @p v once to the float dtype @p dt (f32, f64, f16, bf16) and store. */
-static inline void opreg__st(void *p, int dt, int64_t i, double v) {
-    switch (dt) {
-    case OPREG_DTYPE_F32:
-        ((float *)p)[i] = (float)v;
-        break;
-    case OPREG_DTYPE_F64:
-        ((double *)p)[i] = v;
-        break;
-    case OPREG_DTYPE_F16:
-        ((uint16_t *)p)[i] = opreg__f32_to_f16(opreg__f64_to_f32_odd(v));
-        break;
-    case OPREG_DTYPE_BF16:
-        ((uint16_t *)p)[i] = opreg__f32_to_bf16(opreg__f64_to_f32_odd(v));
-        break;
-    default:
-        break;
-    }
-}
-
-/* @p v rounded to the float dtype @p dt, as a double. */
-static inline double opreg__round_to(int dt, double v) {
-    switch (dt) {
-    case OPREG_DTYPE_F32:
-        return (float)v;
-    case OPREG_DTYPE_F16:
-        return opreg__f16_to_f32(opreg__f32_to_f16(opreg__f64_to_f32_odd(v)));
-    case OPREG_DTYPE_BF16:
-        return opreg__bf16_to_f32(opreg__f32_to_bf16(opreg__f64_to_f32_odd(v)));
-    default:
-        return v;
-    }
 }
 
 /* Index elements (int32 or int64) as int64. */

@@ -8,7 +8,7 @@
 #ifndef OPREG_OPS_QUANT_MATH_H
 #define OPREG_OPS_QUANT_MATH_H
 
-#include "ops/dtype_convert.h"
+#include "common/dtype_convert.h"
 
 #include <math.h>
 

@@ -1,7 +1,7 @@
 /* Shared device code of the CUDA kernels: element types and conversions,
  * 16-byte vectors, warp and block reductions, launch sizes and the dispatch
  * of a float dtype to a template. The conversions are the shared exact ones
- * of ops/dtype_convert.h (bf16, fp8), and the hardware's round-to-nearest-
+ * of common/dtype_convert.h (bf16, fp8), and the hardware's round-to-nearest-
  * even conversion for IEEE half, which gives the same bits for every
  * non-NaN value. */
 #ifndef OPREG_BACKENDS_CUDA_COMMON_CUH
@@ -11,7 +11,7 @@
 extern "C" {
 #include "common/internal.h"
 }
-#include "ops/dtype_convert.h"
+#include "common/dtype_convert.h"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

@@ -16,7 +16,7 @@
  * and each is turned into OPREG_ERR_COMMUNICATION with MPI's own text. */
 #include "opreg/mpi.h"
 
-#include "ops/dtype_convert.h"
+#include "common/dtype_convert.h"
 
 #include <limits.h>
 #include <pthread.h>

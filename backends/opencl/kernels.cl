@@ -27,7 +27,7 @@ inline ushort f32_to_bf16(float f) {
 }
 
 /* Round the magnitude bits a (finite) to mbits mantissa bits, bias `bias`;
- * as ops/dtype_convert.h. */
+ * as common/dtype_convert.h. */
 inline uint round_mag(uint a, int mbits, int bias) {
     int e = (int)(a >> 23) - 127;
     int emin = 1 - bias;

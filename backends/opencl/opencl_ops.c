@@ -44,10 +44,12 @@ static opreg_status buf_of(struct buf *b, const char *op, const char *arg, const
     return OPREG_OK;
 }
 
+/* The kernel variant of a tensor's dtype, read through the host's one
+ * dtype table (the checks admit f32, f16 and bf16 only). */
 static int dtype_index(const DLTensor *t) {
-    if (t->dtype.code == kDLFloat && t->dtype.bits == 32) return OCL_F32;
-    if (t->dtype.code == kDLFloat && t->dtype.bits == 16) return OCL_F16;
-    return OCL_BF16; /* the checks admit f32, f16 and bf16 only */
+    opreg_dtype dt = OPREG_DTYPE_BF16;
+    ocl.host->dtype_from_dlpack(&dt, t->dtype);
+    return dt == OPREG_DTYPE_F32 ? OCL_F32 : dt == OPREG_DTYPE_F16 ? OCL_F16 : OCL_BF16;
 }
 
 static int64_t numel(const DLTensor *t) {

@@ -244,9 +244,13 @@ OPREG_API DLTensor *opreg_gen_tensor_strided(opreg_gen *g, opreg_dtype dtype, in
 OPREG_API void opreg_gen_fill(opreg_gen *g, DLTensor *t, double lo, double hi);
 /// The opreg dtype of a tensor (u8 when opreg has none).
 OPREG_API opreg_dtype opreg_gen_dtype_of(const DLTensor *t);
-/// Element @p i (flat, contiguous order) of a host tensor, as a double.
+/// Element @p i (flat, contiguous order) of a host tensor, as a double
+/// (exact; fp8 decoded to its value).
 OPREG_API double opreg_gen_get(const DLTensor *t, int64_t i);
-/// Store @p v, rounded to nearest even, into element @p i of a host tensor.
+/// Store @p v into element @p i of a host tensor: a float dtype (fp8
+/// included) rounds to nearest even, fp8 e4m3fn without saturating; an
+/// integer truncates toward zero and saturates at its range (NaN stores 0);
+/// bool stores `v != 0`. The same rounding as the library's kernels.
 OPREG_API void opreg_gen_set(DLTensor *t, int64_t i, double v);
 /// Append the next argument, in schema order (a tensor in it must be one
 /// of the build's).

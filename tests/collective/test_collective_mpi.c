@@ -15,7 +15,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "opreg/mpi.h"
 #include "opreg/opreg.h"
-#include "ops/dtype_convert.h"
+#include "common/dtype_access.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,39 +52,13 @@ static int rank, nranks, failures;
 static const opreg_dtype dtypes[] = { OPREG_DTYPE_F32, OPREG_DTYPE_BF16, OPREG_DTYPE_F16,
                                       OPREG_DTYPE_I32, OPREG_DTYPE_I64 };
 
+/* Elements through the library's one element access (common/dtype_access.h). */
 static void put(void *buf, opreg_dtype dt, size_t i, double v) {
-    switch (dt) {
-    case OPREG_DTYPE_F32:
-        ((float *)buf)[i] = (float)v;
-        break;
-    case OPREG_DTYPE_BF16:
-        ((uint16_t *)buf)[i] = opreg__f32_to_bf16((float)v);
-        break;
-    case OPREG_DTYPE_F16:
-        ((uint16_t *)buf)[i] = opreg__f32_to_f16((float)v);
-        break;
-    case OPREG_DTYPE_I32:
-        ((int32_t *)buf)[i] = (int32_t)v;
-        break;
-    default:
-        ((int64_t *)buf)[i] = (int64_t)v;
-        break;
-    }
+    opreg__st(buf, (int)dt, (int64_t)i, v);
 }
 
 static double get(const void *buf, opreg_dtype dt, size_t i) {
-    switch (dt) {
-    case OPREG_DTYPE_F32:
-        return ((const float *)buf)[i];
-    case OPREG_DTYPE_BF16:
-        return opreg__bf16_to_f32(((const uint16_t *)buf)[i]);
-    case OPREG_DTYPE_F16:
-        return opreg__f16_to_f32(((const uint16_t *)buf)[i]);
-    case OPREG_DTYPE_I32:
-        return ((const int32_t *)buf)[i];
-    default:
-        return (double)((const int64_t *)buf)[i];
-    }
+    return opreg__ld(buf, (int)dt, (int64_t)i);
 }
 
 static bool is_int(opreg_dtype dt) {

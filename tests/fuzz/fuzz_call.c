@@ -34,6 +34,7 @@
  * decodes into a valid call, then exits. */
 #define _POSIX_C_SOURCE 200809L
 
+#include "common/dtype_access.h"
 #include "fuzz_input.h"
 #include "opreg/opreg.h"
 
@@ -1039,32 +1040,22 @@ static void fill_buffer(buffer_rec *b) {
     size_t n = b->size;
     uint8_t mode = b->fill & 7, k = (uint8_t)((b->fill >> 3) + 1);
     size_t elem = elem_size(b->dtype);
+    opreg_dtype dt;
+    bool known;
     if (elem == 0 || elem > 8) elem = 1;
+    known = opreg_dtype_from_dlpack(&dt, b->dtype) == OPREG_OK && opreg_dtype_size(dt) == elem;
     memset(b->data, 0, n);
     for (size_t i = 0; i + elem <= n; i += elem) {
         uint64_t e = i / elem, v;
         switch (mode) {
         case 2:
         case 3: /* small integers, in the dtype of the buffer's first tensor */
-            v = e % k;
-            if (b->dtype.code == kDLFloat && elem == 4) {
-                float f = (float)v;
-                memcpy(&v, &f, 4);
-            } else if (b->dtype.code == kDLFloat && elem == 8) {
-                double d = (double)v;
-                memcpy(&v, &d, 8);
-            } else if (b->dtype.code == kDLBfloat && elem == 2) {
-                float f = (float)v;
-                uint32_t u;
-                memcpy(&u, &f, 4);
-                v = u >> 16;
-            } else if (b->dtype.code == kDLFloat && elem == 2) {
-                int ex = 0;
-                while (ex < 5 && (v >> (ex + 1)))
-                    ex++;
-                v = v ? (uint64_t)(ex + 15) << 10 | ((v << (10 - ex)) & 0x3ff) : 0;
+            if (known) {
+                opreg__st(b->data + i, dt, 0, (double)(e % k));
+            } else {
+                v = e % k;
+                memcpy(b->data + i, &v, elem);
             }
-            memcpy(b->data + i, &v, elem);
             break;
         case 4: /* a byte pattern */
             for (size_t j = 0; j < elem; j++)
@@ -1074,19 +1065,10 @@ static void fill_buffer(buffer_rec *b) {
             memset(b->data + i, 0xff, elem);
             break;
         case 6: /* ones */
-            if (b->dtype.code == kDLFloat && elem == 4) {
-                float f = 1;
-                memcpy(b->data + i, &f, 4);
-            } else if (b->dtype.code == kDLFloat && elem == 8) {
-                double d = 1;
-                memcpy(b->data + i, &d, 8);
-            } else if (b->dtype.code == kDLBfloat && elem == 2) {
-                b->data[i + 1] = 0x3f, b->data[i] = 0x80;
-            } else if (b->dtype.code == kDLFloat && elem == 2) {
-                b->data[i + 1] = 0x3c;
-            } else {
+            if (known)
+                opreg__st(b->data + i, dt, 0, 1.0);
+            else
                 b->data[i] = 1;
-            }
             break;
         case 7:
             for (size_t j = 0; j < elem; j++)

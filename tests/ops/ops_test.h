@@ -83,25 +83,10 @@ static inline int tt_dt(const DLTensor *t) {
 static inline double tt_get(const DLTensor *t, int64_t i) {
     return opreg__ld(opreg__ptr(t), tt_dt(t), i);
 }
-/* Store @p v (rounded for float dtypes, truncated for ints). */
+/* Store @p v as common/dtype_access.h does: floats rounded once, ints
+ * truncated and clamped. */
 static inline void tt_set(DLTensor *t, int64_t i, double v) {
-    void *p = opreg__ptr(t);
-    switch (tt_dt(t)) {
-    case OPREG_DTYPE_I8:
-        ((int8_t *)p)[i] = (int8_t)v;
-        break;
-    case OPREG_DTYPE_U8:
-        ((uint8_t *)p)[i] = (uint8_t)v;
-        break;
-    case OPREG_DTYPE_I32:
-        ((int32_t *)p)[i] = (int32_t)v;
-        break;
-    case OPREG_DTYPE_I64:
-        ((int64_t *)p)[i] = (int64_t)v;
-        break;
-    default:
-        opreg__st(p, tt_dt(t), i, v);
-    }
+    opreg__st(opreg__ptr(t), tt_dt(t), i, v);
 }
 
 static uint64_t tt_rng = 88172645463325252ull;

@@ -6,7 +6,7 @@
 
 #include "backends/cpu/kernels/cpu_kernels.h"
 #include "opreg/tensor.h"
-#include "ops/dtype_convert.h"
+#include "common/dtype_convert.h"
 
 #include <math.h>
 #include <stddef.h>

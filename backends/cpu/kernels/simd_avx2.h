@@ -2,7 +2,7 @@
  * by simd_avx2.c, after its target pragma; simd_avx512.h offers the same
  * names, so the *_simd.h kernel bodies compile against either.
  *
- * Narrow dtypes convert exactly as ops/dtype_convert.h: bf16 rounds to
+ * Narrow dtypes convert exactly as common/dtype_convert.h: bf16 rounds to
  * nearest even with NaN -> 0x7FC0 (integer arithmetic), f16 through F16C. */
 #ifndef OPREG_CPU_SIMD_AVX2_H
 #define OPREG_CPU_SIMD_AVX2_H

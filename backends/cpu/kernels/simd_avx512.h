@@ -2,7 +2,7 @@
  * Included by simd_avx512.c and simd_avx512bf16.c after their target
  * pragmas; the latter defines OPREG__SIMD_BF16 to round to bf16 with
  * VCVTNEPS2BF16. That instruction rounds to nearest even like
- * ops/dtype_convert.h, but flushes f32 subnormals (|x| < 2^-126) to zero
+ * common/dtype_convert.h, but flushes f32 subnormals (|x| < 2^-126) to zero
  * and keeps a NaN's sign and payload instead of giving 0x7FC0. The plain
  * AVX-512 path rounds in integer arithmetic and matches exactly. */
 #ifndef OPREG_CPU_SIMD_AVX512_H

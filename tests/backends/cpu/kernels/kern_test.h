@@ -6,7 +6,7 @@
 
 #include "backends/cpu/kernels/cpu_kernels.h"
 #include "opreg/tensor.h"
-#include "ops/dtype_convert.h"
+#include "common/dtype_access.h"
 #include "test.h"
 
 #include <math.h>
@@ -25,37 +25,18 @@ static inline size_t kt_es(int dt) {
     return dt == OPREG_DTYPE_F32 ? 4 : 2;
 }
 
+/* Loads, stores and roundings are common/dtype_access.h's, in the
+ * argument order these tests read best (dtype first). */
 static inline double kt_ld(int dt, const void *p, int64_t i) {
-    if (dt == OPREG_DTYPE_F32) return ((const float *)p)[i];
-    if (dt == OPREG_DTYPE_BF16) return opreg__bf16_to_f32(((const uint16_t *)p)[i]);
-    return opreg__f16_to_f32(((const uint16_t *)p)[i]);
-}
-
-/* double -> float rounding to odd, so that a second rounding to bf16/f16
- * is the correct rounding of the double (24 >= 11 + 2 bits). */
-static inline float kt_f32_odd(double d) {
-    float f = (float)d;
-    uint32_t u;
-    if (isnan(d) || (double)f == d) return f;
-    if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);
-    u = opreg__f32_bits(f) | 1u;
-    return opreg__f32_from_bits(u);
+    return opreg__ld(p, dt, i);
 }
 
 static inline void kt_st(int dt, void *p, int64_t i, double v) {
-    if (dt == OPREG_DTYPE_F32)
-        ((float *)p)[i] = (float)v;
-    else if (dt == OPREG_DTYPE_BF16)
-        ((uint16_t *)p)[i] = opreg__f32_to_bf16(kt_f32_odd(v));
-    else
-        ((uint16_t *)p)[i] = opreg__f32_to_f16(kt_f32_odd(v));
+    opreg__st(p, dt, i, v);
 }
 
-/* (T)v, once, from double. */
 static inline double kt_round(int dt, double v) {
-    uint32_t buf;
-    kt_st(dt, &buf, 0, v);
-    return kt_ld(dt, &buf, 0);
+    return opreg__round_to(dt, v);
 }
 
 static uint64_t kt_rng_state = 0x9E3779B97F4A7C15ull;

@@ -94,7 +94,7 @@ TEST(rms_norm_constant_row) {
     }
 }
 
-/* bf16 NaN from the residual sum becomes 0x7FC0 (ops/dtype_convert.h). The
+/* bf16 NaN from the residual sum becomes 0x7FC0 (common/dtype_convert.h). The
  * AVX512-BF16 path keeps the NaN's sign and payload instead, so it is left
  * out here. */
 TEST(fused_add_nan_residual_bf16) {

@@ -1,8 +1,9 @@
 /* Helpers of the GEMM tests: CPU tensors that own their shape and data,
- * a deterministic random source and exact bf16 conversions. */
+ * a deterministic random source and the exact bf16 conversions of common/dtype_convert.h. */
 #ifndef OPREG_TESTS_GEMM_UTIL_H
 #define OPREG_TESTS_GEMM_UTIL_H
 
+#include "common/dtype_convert.h"
 #include "opreg/tensor.h"
 
 #include <math.h>
@@ -65,24 +66,9 @@ static inline float rnd_f(void) {
     return (float)(rnd_u32() % 2000001u) / 1000000.0f - 1.0f;
 }
 
-static inline float bf16_to_f32(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static inline uint16_t f32_to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0u;
-    u += 0x7FFFu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
 /* Element i of a f32 or bf16 tensor, as a double. */
 static inline double tt_get(const tt *x, size_t i) {
-    if (x->t.dtype.code == kDLBfloat) return bf16_to_f32(((const uint16_t *)x->buf)[i]);
+    if (x->t.dtype.code == kDLBfloat) return opreg__bf16_to_f32(((const uint16_t *)x->buf)[i]);
     return ((const float *)x->buf)[i];
 }
 
@@ -92,7 +78,7 @@ static inline void tt_fill(tt *x, float scale) {
     for (size_t i = 0; i < n; i++) {
         float v = rnd_f() * scale;
         if (x->t.dtype.code == kDLBfloat)
-            ((uint16_t *)x->buf)[i] = f32_to_bf16(v);
+            ((uint16_t *)x->buf)[i] = opreg__f32_to_bf16(v);
         else
             ((float *)x->buf)[i] = v;
     }

@@ -83,7 +83,7 @@ static int check_case(const struct mm_case *c, bool with_bias, const char *what)
             /* The CUTLASS order, in float, rounded once to out's dtype. */
             float t = (float)acc * sb;
             float v = with_bias ? fmaf(sa, t, (float)bias) : sa * t;
-            double exact = bf16 ? bf16_to_f32(f32_to_bf16(v)) : v;
+            double exact = bf16 ? opreg__bf16_to_f32(opreg__f32_to_bf16(v)) : v;
             if (!(fabs(got - ref) <= tol) || got != exact) {
                 fprintf(stderr, "%s [%lld,%lld]: got %.9g, want %.9g (tol %.3g), exact %.9g\n",
                         what, (long long)i, (long long)j, got, ref, tol, exact);

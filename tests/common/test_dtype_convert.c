@@ -1,10 +1,13 @@
-/* ops/dtype_convert.h against an independent slow reference: every bf16 and
- * f16 pattern and every fp8 pattern decodes to the value its fields say and
- * round-trips through float; float -> narrow matches a reference that
- * decodes codes with ldexpl and rounds by binary search and midpoints, on
- * ties, near-ties, subnormals, overflow, inf, NaN and random floats. */
-#include "ops/dtype_convert.h"
-#include "ops/ops_internal.h"
+/* common/dtype_convert.h and common/dtype_access.h against an independent
+ * slow reference: every bf16 and f16 pattern and every fp8 pattern decodes
+ * to the value its fields say and round-trips through float; float ->
+ * narrow matches a reference that decodes codes with ldexpl and rounds by
+ * binary search and midpoints, on ties, near-ties, subnormals, overflow,
+ * inf, NaN and random floats; a double stored into any float dtype is
+ * rounded once; integer and bool stores truncate, saturate and never hit
+ * an undefined conversion. */
+#include "common/dtype_access.h"
+#include "common/dtype_convert.h"
 #include "test.h"
 
 #include <float.h>
@@ -222,19 +225,77 @@ TEST(random_floats) {
 /* Doubles are stored by rounding to odd in float first, then to the format:
  * the result must be the correctly rounded one, also next to a tie. */
 TEST(double_stores_round_once) {
-    for (long i = 0; i < 300000; i++) {
-        const fmt *f = (i & 1) ? &BF16 : &F16;
+    static const int dts[4] = { OPREG_DTYPE_BF16, OPREG_DTYPE_F16, OPREG_DTYPE_F8_E4M3FN,
+                                OPREG_DTYPE_F8_E5M2 };
+    for (long i = 0; i < 400000; i++) {
+        const fmt *f = FMTS[i & 3];
         uint32_t c = (uint32_t)(next_rand() % f->max_code);
         long double lo = ref_decode(f, c), hi = ref_decode(f, c + 1), m = (lo + hi) / 2;
-        double d = (double)m * (1.0 + ((i >> 1) % 3 - 1.0) * 0x1p-40);
-        uint16_t got;
-        opreg__st(&got, f == &BF16 ? OPREG_DTYPE_BF16 : OPREG_DTYPE_F16, 0, d);
+        double d = (double)m * (1.0 + ((i >> 2) % 3 - 1.0) * 0x1p-40);
+        uint64_t cell = 0; /* the store writes 1 or 2 bytes of it */
+        opreg__st(&cell, dts[i & 3], 0, d);
+        uint32_t got = (uint32_t)(cell & (f->sign_bit == 0x80 ? 0xFFu : 0xFFFFu));
         if (got != ref_round(f, d, 0)) {
             TEST_FAIL_AT("%s store of %a: got 0x%x, want 0x%x", f->name, d, got,
                          ref_round(f, d, 0));
             return;
         }
+        if (fabs(opreg__ld(&cell, dts[i & 3], 0)) !=
+            (double)ref_decode(f, got & (f->sign_bit - 1))) {
+            TEST_FAIL_AT("%s load of 0x%x", f->name, got);
+            return;
+        }
     }
+}
+
+/* Integer stores truncate toward zero and saturate; NaN stores 0; bool is
+ * v != 0; loads give back the stored value exactly. */
+TEST(integer_and_bool_stores) {
+    static const struct {
+        int dt;
+        double v, want;
+    } cases[] = {
+        { OPREG_DTYPE_I8, 3.9, 3 },
+        { OPREG_DTYPE_I8, -3.9, -3 },
+        { OPREG_DTYPE_I8, 1000, 127 },
+        { OPREG_DTYPE_I8, -1000, -128 },
+        { OPREG_DTYPE_I8, NAN, 0 },
+        { OPREG_DTYPE_U8, -1, 0 },
+        { OPREG_DTYPE_U8, 255.5, 255 },
+        { OPREG_DTYPE_U8, 1e300, 255 },
+        { OPREG_DTYPE_I16, -40000, -32768 },
+        { OPREG_DTYPE_I16, 12345.7, 12345 },
+        { OPREG_DTYPE_I32, 3e9, 2147483647.0 },
+        { OPREG_DTYPE_I32, -3e9, -2147483648.0 },
+        { OPREG_DTYPE_I32, INFINITY, 2147483647.0 },
+        { OPREG_DTYPE_I64, 1e19, 0x1.fffffffffffffp62 },
+        { OPREG_DTYPE_I64, -1e19, -0x1p63 },
+        { OPREG_DTYPE_I64, -INFINITY, -0x1p63 },
+        { OPREG_DTYPE_I64, 0x1p52 + 1, 0x1p52 + 1 },
+        { OPREG_DTYPE_BOOL, 0.25, 1 },
+        { OPREG_DTYPE_BOOL, -0.0, 0 },
+        { OPREG_DTYPE_BOOL, NAN, 1 },
+        { OPREG_DTYPE_F32, 1.0 + 0x1p-30, 1.0 },
+        { OPREG_DTYPE_F64, 0.1, 0.1 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t cell = 0;
+        opreg__st(&cell, cases[i].dt, 0, cases[i].v);
+        double got = opreg__ld(&cell, cases[i].dt, 0);
+        if (got != cases[i].want) {
+            TEST_FAIL_AT("case %zu: dtype %d store of %g loads %.17g, want %.17g", i, cases[i].dt,
+                         cases[i].v, got, cases[i].want);
+        }
+        if (opreg__round_to(cases[i].dt, cases[i].v) != cases[i].want)
+            TEST_FAIL_AT("case %zu: round_to disagrees with the store", i);
+    }
+    /* a bool byte other than 0 or 1 still loads as true */
+    uint8_t b = 7;
+    CHECK(opreg__ld(&b, OPREG_DTYPE_BOOL, 0) == 1.0);
+    /* an unknown dtype stores nothing and loads 0 */
+    uint64_t cell = 0x5555;
+    opreg__st(&cell, 99, 0, 1.0);
+    CHECK(cell == 0x5555 && opreg__ld(&cell, 99, 0) == 0.0);
 }
 
 int main(void) {
@@ -243,6 +304,7 @@ int main(void) {
     RUN(special_values);
     RUN(random_floats);
     RUN(double_stores_round_once);
+    RUN(integer_and_bool_stores);
     printf("%ld float->narrow conversions compared with the reference\n", checked);
     return test_summary();
 }

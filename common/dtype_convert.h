@@ -15,8 +15,8 @@
  * 57344) and NaN goes to 0x7F. The fp8 KV cache uses them.
  *
  * All functions are static inline and usable from CUDA (OPREG_HD). */
-#ifndef OPREG_OPS_DTYPE_CONVERT_H
-#define OPREG_OPS_DTYPE_CONVERT_H
+#ifndef OPREG_COMMON_DTYPE_CONVERT_H
+#define OPREG_COMMON_DTYPE_CONVERT_H
 
 #include <stdint.h>
 #include <string.h>
