@@ -147,6 +147,24 @@ static opreg_status cuda_copy_to_host(void *context, void *dst, const void *src,
     return cuda_copy(dst, (const char *)src + src_offset, bytes, device_id, "cuda copy to host");
 }
 
+/* Device to device, on the current stream, not waited for. */
+static opreg_status cuda_copy_on_device(void *context, void *dst, size_t dst_offset,
+                                        const void *src, size_t src_offset, size_t bytes,
+                                        int device_id) {
+    const char *what = "cuda copy on device";
+    int prev;
+    (void)context;
+    if (bytes == 0) return OPREG_OK;
+    OPREG__TRY(opreg__cuda_enter(device_id, &prev, what));
+    opreg_status st = opreg__cuda_status(
+        (int)cudaMemcpyAsync((char *)dst + dst_offset, (const char *)src + src_offset, bytes,
+                             cudaMemcpyDeviceToDevice,
+                             (cudaStream_t)opreg__cuda_current_stream(device_id)),
+        what, "cudaMemcpyAsync");
+    opreg__cuda_leave(device_id, prev);
+    return st;
+}
+
 const opreg_backend opreg__cuda_backend = {
     .struct_size = sizeof(opreg_backend),
     .abi_version = OPREG_BACKEND_ABI_VERSION,
@@ -160,6 +178,7 @@ const opreg_backend opreg__cuda_backend = {
     .synchronize = cuda_synchronize,
     .copy_to_device = cuda_copy_to_device,
     .copy_to_host = cuda_copy_to_host,
+    .copy_on_device = cuda_copy_on_device,
 };
 
 opreg_status opreg__cuda_bad_dtype(const char *op, int dt) {

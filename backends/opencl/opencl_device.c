@@ -415,6 +415,21 @@ static opreg_status be_to_host(void *context, void *dst, const void *src, size_t
                : ocl_fail(OPREG_ERR_DEVICE, "opencl: clEnqueueReadBuffer: error %d", (int)err);
 }
 
+/* Buffer to buffer on the device's in-order queue, not waited for. */
+static opreg_status be_on_device(void *context, void *dst, size_t dst_offset, const void *src,
+                                 size_t src_offset, size_t bytes, int device_id) {
+    (void)context;
+    struct ocl_device *d;
+    opreg_status st = device_of(&d, device_id);
+    if (st != OPREG_OK) return st;
+    if (!bytes) return OPREG_OK;
+    cl_int err = clEnqueueCopyBuffer(d->queue, (cl_mem)(uintptr_t)src, (cl_mem)dst, src_offset,
+                                     dst_offset, bytes, 0, NULL, NULL);
+    return err == CL_SUCCESS
+               ? OPREG_OK
+               : ocl_fail(OPREG_ERR_DEVICE, "opencl: clEnqueueCopyBuffer: error %d", (int)err);
+}
+
 const opreg_backend ocl_backend = {
     .struct_size = sizeof(opreg_backend),
     .abi_version = OPREG_BACKEND_ABI_VERSION,
@@ -429,4 +444,5 @@ const opreg_backend ocl_backend = {
     .flags = OPREG_BACKEND_DATA_IS_HANDLE,
     .copy_to_device = be_to_device,
     .copy_to_host = be_to_host,
+    .copy_on_device = be_on_device,
 };

@@ -41,7 +41,7 @@ typedef int32_t opreg_dispatch_key;
 #define OPREG_KEY_NONE (-1)
 
 /// The ABI version of ::opreg_backend: major in the high 16 bits.
-#define OPREG_BACKEND_ABI_VERSION ((1u << 16) | 1u)
+#define OPREG_BACKEND_ABI_VERSION ((1u << 16) | 2u)
 
 /// Flags of a backend (::opreg_backend `flags`).
 enum opreg_backend_flags {
@@ -88,6 +88,14 @@ typedef struct opreg_backend {
     /// host memory @p dst, and wait for the copy. (1.1)
     opreg_status (*copy_to_host)(void *context, void *dst, const void *src, size_t src_offset,
                                  size_t bytes, int device_id);
+    /// Copy @p bytes from device memory @p src at byte @p src_offset to
+    /// device memory @p dst at byte @p dst_offset, both of device
+    /// @p device_id, in the order of the device's other work (on its current
+    /// stream); it need not wait: `synchronize` does. What a device-neutral
+    /// program (`opreg bench ops --device D`) measures a kernel's bandwidth
+    /// against. NULL when the backend has no such copy. (1.2)
+    opreg_status (*copy_on_device)(void *context, void *dst, size_t dst_offset, const void *src,
+                                   size_t src_offset, size_t bytes, int device_id);
 } opreg_backend;
 
 /// Register a backend and obtain its key. The table is copied (up to its

@@ -184,6 +184,21 @@ TEST(plugin_key_registered_after_tables_were_built) {
     half.free = NULL;
     CHECK_STATUS(opreg_key_register(&again, &half), OPREG_ERR_INVALID_ARGUMENT);
     CHECK_CONTAINS(opreg_last_error(), "backend 'half': it has alloc but no free");
+    /* A 1.1 producer's table ends before copy_on_device (1.2): what lies
+     * after its struct_size is not read, and the member reads as NULL. */
+    struct {
+        opreg_backend b;
+        uint64_t after;
+    } old11 = { .b = be, .after = ~0ull };
+    old11.b.struct_size = (uint32_t)offsetof(opreg_backend, copy_on_device);
+    old11.b.abi_version = (1u << 16) | 1u;
+    old11.b.name = "older";
+    old11.b.device_type = 1235;
+    memset(&old11.b.copy_on_device, 0xA5, sizeof old11.b.copy_on_device);
+    opreg_dispatch_key older;
+    CHECK_OK(opreg_key_register(&older, &old11.b));
+    CHECK(opreg_key_backend(older)->copy_on_device == NULL);
+    CHECK(opreg_key_backend(older)->copy_to_host == be.copy_to_host);
     CHECK_OK(opreg_key_find(&again, "VULKAN"));
     CHECK_EQ_INT(again, key);
     /* No kernel yet: the tables built before the key know no kernel for it. */

@@ -15,7 +15,8 @@ struct bench_ctx {
     bool json;              /* print JSON lines instead of text */
     bool progress;          /* print progress lines on stderr (set when stderr is a terminal) */
     const char *corpus_dir; /* folder of the schema corpus, or NULL */
-    const char *device;     /* --device: NULL or "cpu", or "cuda" (the ops suite only) */
+    const char *device;     /* --device: NULL or "cpu", or another device (the ops suite only) */
+    bool quick;             /* --quick: the ops suite on a device at a 64th of its sizes, once */
 };
 
 /* Monotonic clock in nanoseconds. */
@@ -74,8 +75,9 @@ void op_case_close(struct op_case *c);
 OPREG_BENCH_SUITES(X)
 #undef X
 
-/* The ops suite on a CUDA device (bench_ops_cuda.c): the memory-bound ops'
- * GB/s beside a device-to-device copy. Returns 1 when no device is present. */
-int bench_ops_cuda(const struct bench_ctx *ctx);
+/* The ops suite on a device other than the CPU (bench_ops_device.c): the
+ * memory-bound ops' GB/s beside a copy within the device's memory. Returns
+ * 1 when the device is absent or its backend cannot copy. */
+int bench_ops_device(const struct bench_ctx *ctx);
 
 #endif

@@ -293,7 +293,7 @@ static void fp8_gemm_case(const struct bench_ctx *ctx) {
 }
 
 int bench_ops(const struct bench_ctx *ctx) {
-    if (ctx->device && strncmp(ctx->device, "cuda", 4) == 0) return bench_ops_cuda(ctx);
+    if (ctx->device && strcmp(ctx->device, "cpu") != 0) return bench_ops_device(ctx);
     if (!opreg_registry_default()) {
         fprintf(stderr, "opreg bench ops: %s\n", opreg_last_error());
         return 1;

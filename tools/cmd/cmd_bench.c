@@ -39,15 +39,20 @@ void bench_progress(const struct bench_ctx *ctx, const char *fmt, ...) {
 }
 
 static void help(void) {
-    printf("usage: opreg bench [--json] [--corpus DIR] [--device cpu|cuda] [SUITE...]\n\n"
+    printf("usage: opreg bench [--json] [--corpus DIR] [--device D [--quick]] [SUITE...]\n\n"
            "Runs the named benchmark suites, or all of them. Each case prints one line;\n"
            "with --json, one JSON object per line ({\"suite\":...,\"case\":...,...}).\n"
            "A progress line is shown on stderr when it is a terminal.\n\n"
            "  --corpus DIR  folder of the schema corpus (default: $OPREG_CORPUS_DIR,\n"
            "                then ../shared/corpus and the paths the build knows)\n"
-           "  --device D    where the ops suite runs: cpu (default), or cuda (cuda:N): the\n"
-           "                memory-bound ops' GB/s beside a device-to-device copy; without\n"
-           "                a CUDA device it says so and the suite fails (exit 1)\n\nsuites:\n");
+           "  --device D    where the ops suite runs: cpu (default), or another device\n"
+           "                (cuda, cuda:1, a plugin's such as opencl): the memory-bound ops'\n"
+           "                GB/s beside a copy within the device's memory; ops the device\n"
+           "                has no kernel for are listed as such. Without the device, or\n"
+           "                when its backend has no copy_on_device, it says so and the\n"
+           "                suite fails (exit 1)\n"
+           "  --quick       with --device: a 64th of the sizes and one timed run, to check\n"
+           "                that the suite runs there (not a measurement)\n\nsuites:\n");
     for (size_t i = 0; i < NSUITES; i++)
         printf("  %-10s %s\n", suites[i].name, suites[i].summary);
     printf("\nexit codes: 0 all suites ran, 1 a suite could not run, 2 usage error\n");
@@ -84,11 +89,15 @@ int cmd_bench(int argc, char **argv) {
         } else if (strcmp(argv[i], "--corpus") == 0 && i + 1 < argc) {
             corpus = argv[++i];
         } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+            DLDevice dev;
             ctx.device = argv[++i];
-            if (strcmp(ctx.device, "cpu") != 0 && strncmp(ctx.device, "cuda", 4) != 0) {
-                fprintf(stderr, "opreg bench: --device takes cpu or cuda, not '%s'\n", ctx.device);
+            (void)opreg_registry_default(); /* loads the plugins, whose devices parse too */
+            if (opreg_device_parse(&dev, ctx.device) != OPREG_OK) {
+                fprintf(stderr, "opreg bench: --device: %s\n", opreg_last_error());
                 return 2;
             }
+        } else if (strcmp(argv[i], "--quick") == 0) {
+            ctx.quick = true;
         } else {
             size_t k = 0;
             while (k < NSUITES && strcmp(argv[i], suites[k].name) != 0)
@@ -99,6 +108,11 @@ int cmd_bench(int argc, char **argv) {
             }
             selected[k] = any = true;
         }
+    }
+    if (ctx.quick && (!ctx.device || strcmp(ctx.device, "cpu") == 0)) {
+        fprintf(stderr, "opreg bench: --quick is for the ops suite on a device other than the "
+                        "CPU (--device D)\n");
+        return 2;
     }
     ctx.corpus_dir = find_corpus(corpus);
     int rc = 0;
