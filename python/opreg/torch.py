@@ -15,6 +15,13 @@ tensors, opreg's checks run on them (a refusal raises :class:`opreg.Error`
 with opreg's message), and the returns come back as fake tensors of the
 shapes opreg computed.
 
+Where torch has its stable C ABI (``torch_library_impl``, PyTorch 2.13 and
+later), the CPU kernel of an op that returns nothing is a C function of
+opreg's extension instead: torch's dispatcher hands it the tensors' handles
+and it calls opreg's registry directly, with no Python in between (the
+``kernels`` argument of :func:`register` chooses; :func:`stable_abi` says
+whether this torch has it, and why not).
+
 torch is an optional dependency of opreg: importing this module imports it.
 PyTorch 1.13 (Debian 12's) has ``torch.library.Library`` but no fake tensors:
 there the Meta kernel is registered for the Meta key instead, and the
@@ -36,6 +43,7 @@ __all__ = [
     "registrations",
     "share_threads",
     "shared_threads",
+    "stable_abi",
     "to_torch",
 ]
 
@@ -62,6 +70,30 @@ _SYM_FLOAT = getattr(torch, "SymFloat", None)
 _HAS_FRAGMENTS = hasattr(torch.library, "register_fake") or hasattr(torch.library, "impl_abstract")
 _lock = threading.Lock()
 _registrations = {}  # torch namespace -> Registration
+_stable = None  # (True, "") or (False, why), once asked
+
+
+def stable_abi():
+    """``(True, "")`` when this torch offers the stable C ABI through which
+    opreg registers C kernels (``torch_library_impl`` and the tensor
+    accessors, PyTorch 2.13 and later), else ``(False, why)``."""
+    global _stable
+    with _lock:
+        if _stable is None:
+            _stable = _open_stable()
+        return _stable
+
+
+def _open_stable():
+    here = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+    why = ""
+    for library in (here, "libtorch_cpu.so"):
+        try:
+            _opreg.torch_stable_open(library)
+            return (True, "")
+        except opreg.Error as exc:
+            why = why or str(exc)
+    return (False, why)
 
 
 def to_torch(value):
@@ -272,7 +304,9 @@ class Registration:
     ``namespace``: the opreg namespace; ``target``: the torch namespace;
     ``ops``: torch's full name -> opreg's full name, for every op defined;
     ``kernels``: torch's full name -> the dispatch keys given a kernel
-    (``"CPU"``, ``"CUDA"``); ``fake``: the torch names given a fake (or, on
+    (``"CPU"``, ``"CUDA"``); ``c_kernels``: the torch names whose CPU kernel
+    is opreg's C function (torch's stable C ABI), the others' kernels being
+    Python functions; ``fake``: the torch names given a fake (or, on
     torch 1.13, a Meta) kernel; ``no_fake``: torch's full name -> why it has
     none (``torch.compile`` cannot trace such an op). The registrations last as long as the process (or until
     :meth:`close` on a torch that can remove them)."""
@@ -282,9 +316,11 @@ class Registration:
         self.target = target
         self.ops = {}
         self.kernels = {}
+        self.c_kernels = set()
         self.fake = set()
         self.no_fake = {}
         self._library = library
+        self._c_library = None  # torch's IMPL library of the C kernels
 
     def close(self):
         """Remove the ops from torch's dispatcher (torch 2.x only)."""
@@ -292,6 +328,10 @@ class Registration:
         if destroy is None:
             raise RuntimeError("this torch (%s) cannot remove a library" % torch.__version__)
         with _lock:
+            if self._c_library is not None:
+                _opreg.torch_stable_close(self._c_library)
+                self._c_library = None
+                self.c_kernels = set()
             destroy()
             for name in self.ops:
                 opreg._torch_aliases.pop(name, None)
@@ -313,14 +353,19 @@ def registrations():
         return dict(_registrations)
 
 
-def register(namespace="_C", target=None, ops=None, threads="torch"):
+def register(namespace="_C", target=None, ops=None, threads="torch", kernels="auto"):
     """Define the ops of opreg's ``namespace`` in torch's dispatcher, under
     ``target`` (default: the same name; pass another one when the program
     already owns that torch namespace). ``ops``: the op names to register
     (``"rms_norm"``, ``"add.out"``), default all of the namespace.
     ``threads``: ``"torch"`` (the default) runs opreg's CPU loops on torch's
     OpenMP team from now on, as :func:`share_threads` does, where torch has
-    one; ``"own"`` leaves opreg on its own pool.
+    one; ``"own"`` leaves opreg on its own pool. ``kernels``: ``"auto"`` (the
+    default) gives an op that returns nothing a C kernel for the CPU key where
+    torch has the stable C ABI (:func:`stable_abi`), and Python kernels
+    elsewhere; ``"python"`` always Python kernels; ``"c"`` raises
+    :class:`opreg.Error` when torch lacks the ABI (ops that return values
+    keep Python kernels either way).
 
     Returns a :class:`Registration`. Registering the same namespace into the
     same target again returns the first registration. Raises
@@ -329,6 +374,13 @@ def register(namespace="_C", target=None, ops=None, threads="torch"):
     not have."""
     if threads not in ("torch", "own"):
         raise ValueError("register: threads must be 'torch' or 'own', not %r" % (threads,))
+    if kernels not in ("auto", "c", "python"):
+        raise ValueError("register: kernels must be 'auto', 'c' or 'python', not %r" % (kernels,))
+    use_c = False
+    if kernels != "python":
+        use_c, why = stable_abi()
+        if kernels == "c" and not use_c:
+            raise opreg.Error("register(kernels='c'): %s" % why)
     target = target or namespace
     with _lock:
         done = _registrations.get(target)
@@ -357,9 +409,13 @@ def register(namespace="_C", target=None, ops=None, threads="torch"):
             ) from None
         reg = Registration(namespace, target, library)
         try:
+            if use_c:
+                reg._c_library = _opreg.torch_stable_library(target, "CPU")
             for name in names:
                 _register_one(reg, library, name)
         except BaseException:
+            if reg._c_library is not None:
+                _opreg.torch_stable_close(reg._c_library)
             if hasattr(library, "_destroy"):
                 library._destroy()
             raise
@@ -409,7 +465,15 @@ def _register_one(reg, library, name):
     cpu_key = "CPU" if "Tensor" in args_text else "CompositeExplicitAutograd"
     types = _return_types(schema) if returns else None
     if opreg.is_op_supported(name, "cpu"):
-        library.impl(short, _returning_kernel(op, types) if returns else op, cpu_key)
+        if (
+            reg._c_library is not None
+            and cpu_key == "CPU"
+            and _opreg.torch_stable_supports(name) is None
+        ):
+            _opreg.torch_stable_impl(reg._c_library, short, name)
+            reg.c_kernels.add(qual)
+        else:
+            library.impl(short, _returning_kernel(op, types) if returns else op, cpu_key)
         keys.append(cpu_key)
     if opreg.is_op_supported(name, "cuda"):
         library.impl(short, _cuda_kernel(op, returns), "CUDA")

@@ -14,6 +14,7 @@
  *   tensor_in.c   tensors passed in (DLPack, numpy's header)
  *   tensor_out.c  opreg.Tensor, the tensors handed out
  *   examples.c    Meta tensors made from Python, the catalogue's example inputs
+ *   torch_stable.c  opreg ops as C kernels of torch's dispatcher (stable C ABI)
  *
  * The interpreter lock is held for all the state below (module-level
  * caches): the extension does not support free-threaded builds, which have
@@ -293,6 +294,18 @@ PyObject *opreg__py_opcheck(PyObject *m, PyObject *args, PyObject *kwargs);
  * OpenMP team of `library` (already loaded), `threads` wide; None as the
  * library gives opreg its own pool back. */
 PyObject *opreg__py_share_openmp(PyObject *m, PyObject *args);
+
+/* ---- opreg ops as C kernels of torch (torch_stable.c) ------------------------- */
+
+/* torch_stable_open(library): look up torch's stable C ABI in a loaded
+ * libtorch; torch_stable_library(namespace, key) -> handle;
+ * torch_stable_supports(op) -> None or why not; torch_stable_impl(handle,
+ * name, op); torch_stable_close(handle). */
+PyObject *opreg__py_torch_stable_open(PyObject *m, PyObject *args);
+PyObject *opreg__py_torch_stable_library(PyObject *m, PyObject *args);
+PyObject *opreg__py_torch_stable_supports(PyObject *m, PyObject *args);
+PyObject *opreg__py_torch_stable_impl(PyObject *m, PyObject *args);
+PyObject *opreg__py_torch_stable_close(PyObject *m, PyObject *args);
 
 /* ---- ops (op.c) ------------------------------------------------------------------ */
 

@@ -255,6 +255,21 @@ static PyMethodDef module_methods[] = {
       "this process has loaded, e.g. PyTorch's libgomp), `threads` wide, instead of on\n"
       "opreg's own pool; share_openmp(None) gives opreg its own pool back." },
     { "version", py_version, METH_NOARGS, "version() -> str\nopreg's run-time version." },
+    { "torch_stable_open", opreg__py_torch_stable_open, METH_VARARGS,
+      "torch_stable_open(library)\n"
+      "Look up PyTorch's stable C ABI (torch_library_impl, 2.13 or later) in `library`, a\n"
+      "libtorch this process has loaded. Raises opreg.Error naming what is missing." },
+    { "torch_stable_library", opreg__py_torch_stable_library, METH_VARARGS,
+      "torch_stable_library(namespace, key) -> int\n"
+      "A torch IMPL library for `namespace` and dispatch key `key` ('CPU')." },
+    { "torch_stable_supports", opreg__py_torch_stable_supports, METH_VARARGS,
+      "torch_stable_supports(op) -> str or None\n"
+      "None when opreg op `op` can be a C kernel of torch, else why not." },
+    { "torch_stable_impl", opreg__py_torch_stable_impl, METH_VARARGS,
+      "torch_stable_impl(library, name, op)\n"
+      "Register opreg op `op` as the C kernel of torch op `name` in `library`." },
+    { "torch_stable_close", opreg__py_torch_stable_close, METH_VARARGS,
+      "torch_stable_close(library)\nDelete the library, and its kernels from torch." },
     { "set_mutation_check", py_set_mutation_check, METH_VARARGS,
       "set_mutation_check(mode)\n"
       "Switch the mutation sanitizer of the default registry: 'off', 'report' (every call\n"

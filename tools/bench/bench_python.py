@@ -27,7 +27,11 @@ cases:
   rms_norm_torch     the call on torch tensors, when torch is there: through DLPack's C
                      exchange API where torch has it (2.10 and later), else __dlpack__
   torch_ops_opreg    torch.ops.opreg_bench.rms_norm: opreg's op registered into torch's
-                     dispatcher by opreg.torch, called on the same torch tensors
+                     dispatcher by opreg.torch, called on the same torch tensors; its
+                     CPU kernel is opreg's C function where torch has the stable C ABI
+                     (2.13 and later), else a Python function
+  torch_ops_opreg_py the same op registered with kernels="python" (a Python kernel),
+                     where torch has the stable C ABI: what the C kernel saves
   torch_ops_cpp      torch.ops.opreg_bench_cpp.rms_norm: the anchor, the same loop written
                      as a C++ TORCH_LIBRARY op, built here with torch.utils.cpp_extension
                      (skipped, with the reason, when it cannot be built)
@@ -131,7 +135,7 @@ def main():
     per_call["binding_overhead"] = per_call["null_op"] - per_call["null_op_in_c"]
     order = ["trivial_function", "rms_norm", "rms_norm_lookup", "rms_norm_keyword", "null_op",
              "rms_norm_in_c", "null_op_in_c", "binding_overhead", "rms_norm_torch",
-             "torch_ops_opreg", "torch_ops_cpp", "torch_native"]
+             "torch_ops_opreg", "torch_ops_opreg_py", "torch_ops_cpp", "torch_native"]
     info = "python %s, numpy %s, shape %s f32, %d rounds of %d calls, empty loop %.1f ns" % (
         platform.python_version(), np.__version__, "x".join(map(str, shape)), args.rounds, n,
         best_loop)
@@ -156,7 +160,7 @@ def main():
         if "rms_norm_torch" in per_call:
             print("target: rms_norm_torch <= 300 ns/call with the exchange API, else <= torch_ops_cpp")
         for a, b in (("rms_norm_torch", "torch_ops_cpp"), ("torch_ops_opreg", "torch_ops_cpp"),
-                     ("rms_norm_torch", "rms_norm")):
+                     ("torch_ops_opreg_py", "torch_ops_cpp"), ("rms_norm_torch", "rms_norm")):
             if a in per_call and b in per_call:
                 print("  %s / %s = %.2f" % (a, b, per_call[a] / per_call[b]))
     return 0
@@ -216,8 +220,14 @@ def torch_cases(cases, x, w, out, eps):
              "exchange API" if hasattr(torch.Tensor, "__dlpack_c_exchange_api__") else
              "no exchange API (__dlpack__)"]
     import opreg.torch as ot
-    ot.register("_C", target="opreg_bench", ops=["rms_norm"])
+    reg = ot.register("_C", target="opreg_bench", ops=["rms_norm"])
     cases.append(("torch_ops_opreg", loop(torch.ops.opreg_bench.rms_norm)))
+    if reg.c_kernels:
+        ot.register("_C", target="opreg_bench_py", ops=["rms_norm"], kernels="python")
+        cases.append(("torch_ops_opreg_py", loop(torch.ops.opreg_bench_py.rms_norm)))
+        notes.append("torch_ops_opreg: C kernel (stable ABI)")
+    else:
+        notes.append("torch_ops_opreg: Python kernel (%s)" % ot.stable_abi()[1])
     try:
         from torch.utils.cpp_extension import load_inline
         t = time.time()
