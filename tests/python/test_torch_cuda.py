@@ -19,6 +19,7 @@ except ImportError:
 
 import opreg
 import opreg.torch
+from torch_common import block_args, check, finish, run, skip, vllm_block  # noqa: E402
 
 if not torch.cuda.is_available():
     print("skip: torch %s sees no CUDA device" % torch.__version__)
@@ -29,29 +30,6 @@ if not opreg.is_op_supported("_C::rms_norm", "cuda"):
 
 HAS_EXCHANGE = hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
 HAS_OPCHECK = hasattr(torch.library, "opcheck")
-failures = []
-print("torch", torch.__version__, "on", torch.cuda.get_device_name(0), "exchange API", HAS_EXCHANGE)
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def run(name, fn):
-    t = time.time()
-    try:
-        fn()
-        print("ok   %s (%.1f s)" % (name, time.time() - t))
-    except Exception as e:  # noqa: BLE001
-        failures.append(name)
-        print("FAIL:", name, type(e).__name__, e)
-
-
-def skip(name, why):
-    print("skip %s: %s" % (name, why))
-
 
 reg = opreg.torch.register("_C")
 DEV = torch.device("cuda", 0)
@@ -120,35 +98,6 @@ def t_default_stream():
 
 
 # ---- a vLLM-shaped block on CUDA against the CPU ------------------------------------
-
-
-def vllm_block(x, residual, positions, cos_sin, w1, wqkv, w2, wup, wdown, nh, hs):
-    C = torch.ops._C
-    h = torch.empty_like(x)
-    C.rms_norm(h, x, w1, 1e-6)
-    qkv = C.linear(h, wqkv)
-    q = qkv[:, : nh * hs].contiguous()
-    k = qkv[:, nh * hs :].contiguous()
-    C.rotary_embedding(positions, q, k, hs, cos_sin, True)
-    o = q + k
-    C.fused_add_rms_norm(o, residual, w2, 1e-6)
-    up = C.linear(o, wup)
-    act = torch.empty(up.shape[0], up.shape[1] // 2, dtype=up.dtype, device=up.device)
-    C.silu_and_mul(act, up)
-    return C.linear(act, wdown), residual
-
-
-def block_args(device, tokens=5):
-    hidden, nh, hs = 64, 2, 16
-    g = torch.Generator().manual_seed(1)
-
-    def r(*s, scale=1.0):
-        return (torch.randn(*s, generator=g) * scale).to(device)
-
-    args = [r(tokens, hidden), r(tokens, nh * hs), torch.arange(tokens, device=device), r(128, hs),
-            r(hidden).abs() + 0.5, r(2 * nh * hs, hidden, scale=0.1), r(nh * hs).abs() + 0.5,
-            r(2 * hidden, nh * hs, scale=0.1), r(hidden, hidden, scale=0.1)]
-    return args, nh, hs
 
 
 def t_block_cuda_vs_cpu():
@@ -246,7 +195,4 @@ run("opcheck on CUDA inputs (%d ops)" % len(NAMES), t_opcheck_cuda)
 run("torch.compile(fullgraph=True) on CUDA", t_compile_cuda)
 run("cost of a small call", t_cost)
 
-if failures:
-    print("%d checks failed" % len(failures))
-    sys.exit(1)
-print("every check passed")
+finish()

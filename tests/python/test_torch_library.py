@@ -18,33 +18,12 @@ except ImportError:
 
 import opreg
 import opreg.torch
+from torch_common import block_args, check, finish, run, skip, vllm_block  # noqa: E402
 
 TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 HAS_FAKE = hasattr(torch.library, "register_fake")
 HAS_OPCHECK = hasattr(torch.library, "opcheck")
 HAS_EXCHANGE = hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def run(name, fn):
-    t = time.time()
-    try:
-        fn()
-        print("ok   %s (%.1f s)" % (name, time.time() - t))
-    except Exception as e:  # noqa: BLE001
-        failures.append(name)
-        print("FAIL:", name, type(e).__name__, e)
-
-
-def skip(name, why):
-    print("skip %s: %s" % (name, why))
-
 
 print("torch", torch.__version__, "python", sys.version.split()[0], "exchange API", HAS_EXCHANGE)
 reg = opreg.torch.register("_C")
@@ -390,35 +369,12 @@ def t_exchange_tensors():
 # ---- torch.compile and opcheck ---------------------------------------------
 
 
-def vllm_block(x, residual, positions, cos_sin, w1, wqkv, w2, wup, wdown, nh, hs):
-    C = torch.ops._C
-    h = torch.empty_like(x)
-    C.rms_norm(h, x, w1, 1e-6)
-    qkv = C.linear(h, wqkv)
-    q = qkv[:, : nh * hs].contiguous()
-    k = qkv[:, nh * hs :].contiguous()
-    C.rotary_embedding(positions, q, k, hs, cos_sin, True)
-    o = q + k
-    C.fused_add_rms_norm(o, residual, w2, 1e-6)
-    up = C.linear(o, wup)
-    act = torch.empty(up.shape[0], up.shape[1] // 2, dtype=up.dtype)
-    C.silu_and_mul(act, up)
-    return C.linear(act, wdown), residual
-
-
 def t_compile():
     if not hasattr(torch, "compile"):
         skip("torch.compile", "torch %s has no torch.compile" % torch.__version__)
         return
-    hidden, nh, hs, tokens = 64, 2, 16, 5
-    g = torch.Generator().manual_seed(1)
-
-    def r(*s, scale=1.0):
-        return torch.randn(*s, generator=g) * scale
-
-    args = [r(tokens, hidden), r(tokens, nh * hs), torch.arange(tokens), r(128, hs),
-            r(hidden).abs() + 0.5, r(2 * nh * hs, hidden, scale=0.1), r(nh * hs).abs() + 0.5,
-            r(2 * hidden, nh * hs, scale=0.1), r(hidden, hidden, scale=0.1)]
+    tokens = 5
+    args, nh, hs = block_args("cpu", tokens)
     eager = vllm_block(*clone(args), nh, hs)
     compiled = torch.compile(vllm_block, fullgraph=True)  # a graph break raises here
     got = compiled(*clone(args), nh, hs)
@@ -598,7 +554,4 @@ run("torch.compile(fullgraph=True) of a vLLM block", t_compile)
 run("torch.library.opcheck of every op", t_opcheck)
 run("lists, tuples and handles of collective ops through torch.ops", t_collective_values)
 
-if failures:
-    print("%d failure(s)" % len(failures))
-    sys.exit(1)
-print("all passed")
+finish()
