@@ -382,33 +382,41 @@ static DLTensor *gen_rows(opreg_gen *g, int64_t rows, int64_t cols, bool fill) {
     return t;
 }
 
-/* all_reduce(out, input, reduce_op, group), reduce_scatter_tensor and the
- * others: [rows, cols] per rank, the group's size where a shape needs it. */
-static void gen_all_reduce(opreg_gen *g) {
+/* The preamble of the generators below: the group and its size, and the
+ * [rows, cols] of one rank's part (`rows`, `cols`). NULL after a failure. */
+static const char *gen_begin(opreg_gen *g, int *size, int64_t *rows, int64_t *cols) {
+    const char *group = gen_group(g, size);
+    *rows = opreg_gen_count(g, "rows", 4);
+    *cols = opreg_gen_dim(g, "cols", 8);
+    return group;
+}
+
+/* all_reduce(out, input, reduce_op, group) and all_reduce_(input, reduce_op,
+ * group): the functional form (@p with_out) has its output first. */
+static void gen_reduce_either(opreg_gen *g, bool with_out) {
     int size;
-    const char *group = gen_group(g, &size);
-    int64_t r = opreg_gen_count(g, "rows", 4), c = opreg_gen_dim(g, "cols", 8);
+    int64_t r, c;
+    const char *group = gen_begin(g, &size, &r, &c);
     if (!group) return;
-    opreg_gen_arg_tensor(g, gen_rows(g, r, c, false));
+    if (with_out) opreg_gen_arg_tensor(g, gen_rows(g, r, c, false));
     opreg_gen_arg_tensor(g, gen_rows(g, r, c, true));
     opreg_gen_arg_str(g, "sum");
     opreg_gen_arg_str(g, group);
+}
+
+static void gen_all_reduce(opreg_gen *g) {
+    gen_reduce_either(g, true);
 }
 
 static void gen_all_reduce_(opreg_gen *g) {
-    int size;
-    const char *group = gen_group(g, &size);
-    int64_t r = opreg_gen_count(g, "rows", 4), c = opreg_gen_dim(g, "cols", 8);
-    if (!group) return;
-    opreg_gen_arg_tensor(g, gen_rows(g, r, c, true));
-    opreg_gen_arg_str(g, "sum");
-    opreg_gen_arg_str(g, group);
+    gen_reduce_either(g, false);
 }
 
+/* The output holds every rank's part; the group's size is passed too. */
 static void gen_all_gather(opreg_gen *g) {
     int size;
-    const char *group = gen_group(g, &size);
-    int64_t r = opreg_gen_count(g, "rows", 4), c = opreg_gen_dim(g, "cols", 8);
+    int64_t r, c;
+    const char *group = gen_begin(g, &size, &r, &c);
     if (!group) return;
     opreg_gen_arg_tensor(g, gen_rows(g, r * size, c, false));
     opreg_gen_arg_tensor(g, gen_rows(g, r, c, true));
@@ -416,10 +424,11 @@ static void gen_all_gather(opreg_gen *g) {
     opreg_gen_arg_str(g, group);
 }
 
+/* The input holds every rank's part. */
 static void gen_reduce_scatter(opreg_gen *g) {
     int size;
-    const char *group = gen_group(g, &size);
-    int64_t r = opreg_gen_count(g, "rows", 4), c = opreg_gen_dim(g, "cols", 8);
+    int64_t r, c;
+    const char *group = gen_begin(g, &size, &r, &c);
     if (!group) return;
     opreg_gen_arg_tensor(g, gen_rows(g, r, c, false));
     opreg_gen_arg_tensor(g, gen_rows(g, r * size, c, true));
@@ -428,11 +437,11 @@ static void gen_reduce_scatter(opreg_gen *g) {
     opreg_gen_arg_str(g, group);
 }
 
+/* Equal splits of `rows` rows to and from every rank. */
 static void gen_all_to_all(opreg_gen *g) {
     int size;
-    const char *group = gen_group(g, &size);
-    int64_t r = opreg_gen_count(g, "rows", 4), c = opreg_gen_dim(g, "cols", 8);
-    int64_t splits[8];
+    int64_t r, c, splits[8];
+    const char *group = gen_begin(g, &size, &r, &c);
     if (!group) return;
     if (size > 8) {
         opreg_gen_fail(g, "all_to_all_single: a group of %d ranks is larger than 8", size);
@@ -447,25 +456,25 @@ static void gen_all_to_all(opreg_gen *g) {
     opreg_gen_arg_str(g, group);
 }
 
-static void gen_broadcast(opreg_gen *g) {
+/* broadcast(out, input, src, group) and broadcast_(input, src, group), from
+ * rank 0. */
+static void gen_broadcast_either(opreg_gen *g, bool with_out) {
     int size;
-    const char *group = gen_group(g, &size);
-    int64_t r = opreg_gen_count(g, "rows", 4), c = opreg_gen_dim(g, "cols", 8);
+    int64_t r, c;
+    const char *group = gen_begin(g, &size, &r, &c);
     if (!group) return;
-    opreg_gen_arg_tensor(g, gen_rows(g, r, c, false));
+    if (with_out) opreg_gen_arg_tensor(g, gen_rows(g, r, c, false));
     opreg_gen_arg_tensor(g, gen_rows(g, r, c, true));
     opreg_gen_arg(g, opreg_int_value(0));
     opreg_gen_arg_str(g, group);
 }
 
+static void gen_broadcast(opreg_gen *g) {
+    gen_broadcast_either(g, true);
+}
+
 static void gen_broadcast_(opreg_gen *g) {
-    int size;
-    const char *group = gen_group(g, &size);
-    int64_t r = opreg_gen_count(g, "rows", 4), c = opreg_gen_dim(g, "cols", 8);
-    if (!group) return;
-    opreg_gen_arg_tensor(g, gen_rows(g, r, c, true));
-    opreg_gen_arg(g, opreg_int_value(0));
-    opreg_gen_arg_str(g, group);
+    gen_broadcast_either(g, false);
 }
 
 static void gen_barrier(opreg_gen *g) {
