@@ -410,8 +410,97 @@ AI void gemv_e4m3_tile(const struct opreg__gemv_args *a, const __m512i *t, int64
             opreg__gemv_scaled_out(a, i0 + i, j0 + r, vhsum(acc[i][r]));
 }
 
-AI void gemv_e4m3_rows(const struct opreg__gemv_args *a, const __m512i *t, int64_t j0, int nr) {
+/* The tile again, for weights already widened: @p wb holds its @p nr weight
+ * rows as bf16, @p kp values apart (k rounded up to 32, the tail zero). The
+ * same products and the same order of additions as gemv_e4m3_tile. */
+AI void gemv_e4m3_wide_tile(const struct opreg__gemv_args *a, const uint16_t *wb, int64_t kp,
+                            int64_t i0, int mt, int64_t j0, int nr) {
+    const uint16_t *x = (const uint16_t *)a->packed + i0 * a->k;
+    int64_t k = a->k, p = 0;
+    vf acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            acc[i][r] = vzero();
+    for (; p + 32 <= k; p += 32) {
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            wv[r] = _mm512_loadu_ps(wb + r * kp + p);
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            vf xv = _mm512_loadu_ps(x + i * k + p);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                acc[i][r] = vdot_bf16x2(acc[i][r], xv, wv[r]);
+        }
+    }
+    if (p < k) {
+        __mmask32 tail = (__mmask32)((1u << (k - p)) - 1u);
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            wv[r] = _mm512_loadu_ps(wb + r * kp + p);
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            vf xv = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(tail, x + i * k + p));
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                acc[i][r] = vdot_bf16x2(acc[i][r], xv, wv[r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            opreg__gemv_scaled_out(a, i0 + i, j0 + r, vhsum(acc[i][r]));
+}
+
+/* Widen @p nr weight rows from column j0 into @p wb (rows kp apart), once. */
+AI void gemv_e4m3_widen(const struct opreg__gemv_args *a, const __m512i *t, uint16_t *wb,
+                        int64_t kp, int64_t j0, int nr) {
+    const uint8_t *w = (const uint8_t *)a->w + j0 * a->w_stride;
+    int64_t k = a->k;
+    for (int r = 0; r < nr; r++) {
+        int64_t p = 0;
+        for (; p + 32 <= k; p += 32)
+            _mm512_storeu_si512(
+                wb + r * kp + p,
+                e4m3_to_bf16(_mm256_loadu_si256((const __m256i *)(w + r * a->w_stride + p)), t));
+        if (p < k) {
+            __mmask32 tail = (__mmask32)((1u << (k - p)) - 1u);
+            _mm512_storeu_si512(
+                wb + r * kp + p,
+                e4m3_to_bf16(_mm256_maskz_loadu_epi8(tail, w + r * a->w_stride + p), t));
+        }
+    }
+}
+
+/* Every input row against @p nr weight rows. With more input rows than one
+ * tile holds and a buffer @p wb, the weight rows are widened once into it
+ * and every tile reads them from there (from L1 or L2), instead of each
+ * tile widening them again. */
+AI void gemv_e4m3_rows(const struct opreg__gemv_args *a, const __m512i *t, uint16_t *wb, int64_t kp,
+                       int64_t j0, int nr) {
     int64_t i = 0;
+    if (wb && a->m > VGEMV_ROWS) {
+        gemv_e4m3_widen(a, t, wb, kp, j0, nr);
+        for (; i + VGEMV_ROWS <= a->m; i += VGEMV_ROWS)
+            gemv_e4m3_wide_tile(a, wb, kp, i, VGEMV_ROWS, j0, nr);
+        switch (a->m - i) {
+        case 3:
+            gemv_e4m3_wide_tile(a, wb, kp, i, 3, j0, nr);
+            break;
+        case 2:
+            gemv_e4m3_wide_tile(a, wb, kp, i, 2, j0, nr);
+            break;
+        case 1:
+            gemv_e4m3_wide_tile(a, wb, kp, i, 1, j0, nr);
+            break;
+        default:
+            break;
+        }
+        return;
+    }
     for (; i + VGEMV_ROWS <= a->m; i += VGEMV_ROWS)
         gemv_e4m3_tile(a, t, i, VGEMV_ROWS, j0, nr);
     switch (a->m - i) {
@@ -433,13 +522,18 @@ static void gemv_fp8_bf16_range(const void *args, int64_t c0, int64_t c1) {
     const struct opreg__gemv_args *a = args;
     __m512i t[4];
     int64_t j = c0 * OPREG__GEMV_COLS, end = c1 * OPREG__GEMV_COLS;
+    int64_t kp = (a->k + 31) / 32 * 32;
+    /* the widened weight rows of one group of columns: 4 x 8 KiB at k = 4096
+     * (without the buffer, when it cannot be had, each tile widens them) */
+    uint16_t *wb = a->m > VGEMV_ROWS ? malloc((size_t)(OPREG__GEMV_COLS * kp) * 2) : NULL;
     for (int q = 0; q < 4; q++)
         t[q] = _mm512_loadu_si512(opreg__e4m3_bf16 + 32 * q);
     if (end > a->n) end = a->n;
     for (; j + OPREG__GEMV_COLS <= end; j += OPREG__GEMV_COLS)
-        gemv_e4m3_rows(a, t, j, OPREG__GEMV_COLS);
+        gemv_e4m3_rows(a, t, wb, kp, j, OPREG__GEMV_COLS);
     for (; j < end; j++)
-        gemv_e4m3_rows(a, t, j, 1);
+        gemv_e4m3_rows(a, t, wb, kp, j, 1);
+    free(wb);
 }
 #endif
 
