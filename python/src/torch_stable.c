@@ -452,15 +452,16 @@ static void ts_call(int slot, ts_value *stack, uint64_t nargs, uint64_t nouts) {
     static void ts_entry_##n(ts_value *stack, uint64_t nargs, uint64_t nouts) {                    \
         ts_call(0x##n, stack, nargs, nouts);                                                       \
     }
+/* (clang-format moves these rows differently on every pass) */
+/* clang-format off */
 #define TS_ROW(X, r)                                                                               \
-    X(r##0)                                                                                        \
-    X(r##1) X(r##2) X(r##3) X(r##4) X(r##5) X(r##6) X(r##7) X(r##8) X(r##9) X(r##a) X(r##b)        \
-        X(r##c) X(r##d) X(r##e) X(r##f)
+    X(r##0) X(r##1) X(r##2) X(r##3) X(r##4) X(r##5) X(r##6) X(r##7)                                \
+    X(r##8) X(r##9) X(r##a) X(r##b) X(r##c) X(r##d) X(r##e) X(r##f)
 #define TS_TABLE(X)                                                                                \
-    TS_ROW(X, 0)                                                                                   \
-    TS_ROW(X, 1) TS_ROW(X, 2) TS_ROW(X, 3) TS_ROW(X, 4) TS_ROW(X, 5) TS_ROW(X, 6) TS_ROW(X, 7)     \
-        TS_ROW(X, 8) TS_ROW(X, 9) TS_ROW(X, a) TS_ROW(X, b) TS_ROW(X, c) TS_ROW(X, d) TS_ROW(X, e) \
-            TS_ROW(X, f)
+    TS_ROW(X, 0) TS_ROW(X, 1) TS_ROW(X, 2) TS_ROW(X, 3) TS_ROW(X, 4) TS_ROW(X, 5) TS_ROW(X, 6)     \
+    TS_ROW(X, 7) TS_ROW(X, 8) TS_ROW(X, 9) TS_ROW(X, a) TS_ROW(X, b) TS_ROW(X, c) TS_ROW(X, d)     \
+    TS_ROW(X, e) TS_ROW(X, f)
+/* clang-format on */
 TS_TABLE(TS_ENTRY)
 #define TS_POINTER(n) ts_entry_##n,
 static const ts_boxed entries[SLOTS] = { TS_TABLE(TS_POINTER) };
