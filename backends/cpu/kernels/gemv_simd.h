@@ -362,60 +362,27 @@ AI __m512i e4m3_to_bf16(__m256i codes, const __m512i *t) {
                                      0xF8);
 }
 
-/* fp8 with VDPBF16PS: the input rows come packed as bf16, the weights are
- * widened as they stream, 32 values of k a step. Exact products (e4m3
- * values are bf16 values), the additions rounded as vdot_bf16x2 says. */
-AI void gemv_e4m3_tile(const struct opreg__gemv_args *a, const __m512i *t, int64_t i0, int mt,
-                       int64_t j0, int nr) {
-    const uint16_t *x = (const uint16_t *)a->packed + i0 * a->k;
-    const uint8_t *w = (const uint8_t *)a->w + j0 * a->w_stride;
-    int64_t ws = a->w_stride, k = a->k, p = 0;
-    vf acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
-#pragma GCC unroll 4
-    for (int i = 0; i < mt; i++)
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
-            acc[i][r] = vzero();
-    for (; p + 32 <= k; p += 32) {
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
-            wv[r] = _mm512_castsi512_ps(
-                e4m3_to_bf16(_mm256_loadu_si256((const __m256i *)(w + r * ws + p)), t));
-#pragma GCC unroll 4
-        for (int i = 0; i < mt; i++) {
-            vf xv = _mm512_loadu_ps(x + i * k + p);
-#pragma GCC unroll 4
-            for (int r = 0; r < nr; r++)
-                acc[i][r] = vdot_bf16x2(acc[i][r], xv, wv[r]);
-        }
-    }
-    if (p < k) {
-        __mmask32 tail = (__mmask32)((1u << (k - p)) - 1u);
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
-            wv[r] =
-                _mm512_castsi512_ps(e4m3_to_bf16(_mm256_maskz_loadu_epi8(tail, w + r * ws + p), t));
-#pragma GCC unroll 4
-        for (int i = 0; i < mt; i++) {
-            vf xv = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(tail, x + i * k + p));
-#pragma GCC unroll 4
-            for (int r = 0; r < nr; r++)
-                acc[i][r] = vdot_bf16x2(acc[i][r], xv, wv[r]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < mt; i++)
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
-            opreg__gemv_scaled_out(a, i0 + i, j0 + r, vhsum(acc[i][r]));
+/* 32 values of k of weight row r from p: widened from e4m3 as they stream
+ * (@p wide 0; the first @p n only when n < 32), or read from the rows that
+ * gemv_e4m3_widen put in @p wb (@p wide 1), kp values apart. */
+AI vf gemv_e4m3_w(const struct opreg__gemv_args *a, const __m512i *t, const uint16_t *wb,
+                  int64_t kp, int wide, const uint8_t *w, int r, int64_t p, int64_t n) {
+    if (wide) return _mm512_loadu_ps(wb + r * kp + p);
+    const uint8_t *q = w + r * a->w_stride + p;
+    __m256i codes = n < 32 ? _mm256_maskz_loadu_epi8((__mmask32)((1u << n) - 1u), q)
+                           : _mm256_loadu_si256((const __m256i *)q);
+    return _mm512_castsi512_ps(e4m3_to_bf16(codes, t));
 }
 
-/* The tile again, for weights already widened: @p wb holds its @p nr weight
- * rows as bf16, @p kp values apart (k rounded up to 32, the tail zero). The
- * same products and the same order of additions as gemv_e4m3_tile. */
-AI void gemv_e4m3_wide_tile(const struct opreg__gemv_args *a, const uint16_t *wb, int64_t kp,
-                            int64_t i0, int mt, int64_t j0, int nr) {
+/* fp8 with VDPBF16PS: the input rows come packed as bf16, the weights are
+ * widened as they stream, or read already widened (@p wide, a constant at
+ * each call, so the inlined tile has one form or the other), 32 values of
+ * k a step. Exact products (e4m3 values are bf16 values), the additions
+ * rounded as vdot_bf16x2 says. */
+AI void gemv_e4m3_tile(const struct opreg__gemv_args *a, const __m512i *t, const uint16_t *wb,
+                       int64_t kp, int wide, int64_t i0, int mt, int64_t j0, int nr) {
     const uint16_t *x = (const uint16_t *)a->packed + i0 * a->k;
+    const uint8_t *w = (const uint8_t *)a->w + j0 * a->w_stride;
     int64_t k = a->k, p = 0;
     vf acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
 #pragma GCC unroll 4
@@ -426,7 +393,7 @@ AI void gemv_e4m3_wide_tile(const struct opreg__gemv_args *a, const uint16_t *wb
     for (; p + 32 <= k; p += 32) {
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++)
-            wv[r] = _mm512_loadu_ps(wb + r * kp + p);
+            wv[r] = gemv_e4m3_w(a, t, wb, kp, wide, w, r, p, 32);
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++) {
             vf xv = _mm512_loadu_ps(x + i * k + p);
@@ -439,7 +406,7 @@ AI void gemv_e4m3_wide_tile(const struct opreg__gemv_args *a, const uint16_t *wb
         __mmask32 tail = (__mmask32)((1u << (k - p)) - 1u);
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++)
-            wv[r] = _mm512_loadu_ps(wb + r * kp + p);
+            wv[r] = gemv_e4m3_w(a, t, wb, kp, wide, w, r, p, k - p);
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++) {
             vf xv = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(tail, x + i * k + p));
@@ -455,66 +422,47 @@ AI void gemv_e4m3_wide_tile(const struct opreg__gemv_args *a, const uint16_t *wb
             opreg__gemv_scaled_out(a, i0 + i, j0 + r, vhsum(acc[i][r]));
 }
 
-/* Widen @p nr weight rows from column j0 into @p wb (rows kp apart), once. */
+/* Widen @p nr weight rows from column j0 into @p wb (rows kp apart, the
+ * tail of each past k zero), once. */
 AI void gemv_e4m3_widen(const struct opreg__gemv_args *a, const __m512i *t, uint16_t *wb,
                         int64_t kp, int64_t j0, int nr) {
     const uint8_t *w = (const uint8_t *)a->w + j0 * a->w_stride;
-    int64_t k = a->k;
-    for (int r = 0; r < nr; r++) {
-        int64_t p = 0;
-        for (; p + 32 <= k; p += 32)
-            _mm512_storeu_si512(
-                wb + r * kp + p,
-                e4m3_to_bf16(_mm256_loadu_si256((const __m256i *)(w + r * a->w_stride + p)), t));
-        if (p < k) {
-            __mmask32 tail = (__mmask32)((1u << (k - p)) - 1u);
-            _mm512_storeu_si512(
-                wb + r * kp + p,
-                e4m3_to_bf16(_mm256_maskz_loadu_epi8(tail, w + r * a->w_stride + p), t));
-        }
-    }
+    for (int r = 0; r < nr; r++)
+        for (int64_t p = 0; p < a->k; p += 32)
+            _mm512_storeu_ps(wb + r * kp + p, gemv_e4m3_w(a, t, NULL, 0, 0, w, r, p, a->k - p));
 }
 
-/* Every input row against @p nr weight rows. With more input rows than one
- * tile holds and a buffer @p wb, the weight rows are widened once into it
- * and every tile reads them from there (from L1 or L2), instead of each
- * tile widening them again. */
-AI void gemv_e4m3_rows(const struct opreg__gemv_args *a, const __m512i *t, uint16_t *wb, int64_t kp,
-                       int64_t j0, int nr) {
+/* Every input row, a tile at a time, against @p nr weight rows. */
+AI void gemv_e4m3_tiles(const struct opreg__gemv_args *a, const __m512i *t, const uint16_t *wb,
+                        int64_t kp, int wide, int64_t j0, int nr) {
     int64_t i = 0;
-    if (wb && a->m > VGEMV_ROWS) {
-        gemv_e4m3_widen(a, t, wb, kp, j0, nr);
-        for (; i + VGEMV_ROWS <= a->m; i += VGEMV_ROWS)
-            gemv_e4m3_wide_tile(a, wb, kp, i, VGEMV_ROWS, j0, nr);
-        switch (a->m - i) {
-        case 3:
-            gemv_e4m3_wide_tile(a, wb, kp, i, 3, j0, nr);
-            break;
-        case 2:
-            gemv_e4m3_wide_tile(a, wb, kp, i, 2, j0, nr);
-            break;
-        case 1:
-            gemv_e4m3_wide_tile(a, wb, kp, i, 1, j0, nr);
-            break;
-        default:
-            break;
-        }
-        return;
-    }
     for (; i + VGEMV_ROWS <= a->m; i += VGEMV_ROWS)
-        gemv_e4m3_tile(a, t, i, VGEMV_ROWS, j0, nr);
+        gemv_e4m3_tile(a, t, wb, kp, wide, i, VGEMV_ROWS, j0, nr);
     switch (a->m - i) {
     case 3:
-        gemv_e4m3_tile(a, t, i, 3, j0, nr);
+        gemv_e4m3_tile(a, t, wb, kp, wide, i, 3, j0, nr);
         break;
     case 2:
-        gemv_e4m3_tile(a, t, i, 2, j0, nr);
+        gemv_e4m3_tile(a, t, wb, kp, wide, i, 2, j0, nr);
         break;
     case 1:
-        gemv_e4m3_tile(a, t, i, 1, j0, nr);
+        gemv_e4m3_tile(a, t, wb, kp, wide, i, 1, j0, nr);
         break;
     default:
         break;
+    }
+}
+
+/* With more input rows than one tile holds and a buffer @p wb, the weight
+ * rows are widened once into it and every tile reads them from there (from
+ * L1 or L2), instead of each tile widening them again. */
+AI void gemv_e4m3_rows(const struct opreg__gemv_args *a, const __m512i *t, uint16_t *wb, int64_t kp,
+                       int64_t j0, int nr) {
+    if (wb && a->m > VGEMV_ROWS) {
+        gemv_e4m3_widen(a, t, wb, kp, j0, nr);
+        gemv_e4m3_tiles(a, t, wb, kp, 1, j0, nr);
+    } else {
+        gemv_e4m3_tiles(a, t, NULL, 0, 0, j0, nr);
     }
 }
 
