@@ -15,6 +15,7 @@
  *   tensor_out.c  opreg.Tensor, the tensors handed out
  *   examples.c    Meta tensors made from Python, the catalogue's example inputs
  *   torch_stable.c  opreg ops as C kernels of torch's dispatcher (stable C ABI)
+ *   torch_tensor.c  torch tensors described through libtorch's C accessors
  *
  * The interpreter lock is held for all the state below (module-level
  * caches): the extension does not support free-threaded builds, which have
@@ -76,6 +77,10 @@ typedef struct opreg__py_where {
     int position;
     int item; /* -1 when not a list item */
 } opreg__py_where;
+
+/* tensor_info(obj): the DLTensor an op would see for `obj`, as a tuple
+ * (data, shape, strides, (code, bits, lanes), (device type, id), readonly). */
+PyObject *opreg__py_tensor_info(PyObject *m, PyObject *args);
 
 /* Format `w` into `buf` (snprintf semantics). */
 void opreg__py_where_text(const opreg__py_where *w, char *buf, size_t cap);
@@ -306,6 +311,62 @@ PyObject *opreg__py_torch_stable_library(PyObject *m, PyObject *args);
 PyObject *opreg__py_torch_stable_supports(PyObject *m, PyObject *args);
 PyObject *opreg__py_torch_stable_impl(PyObject *m, PyObject *args);
 PyObject *opreg__py_torch_stable_close(PyObject *m, PyObject *args);
+
+/* ---- torch tensors through libtorch's C accessors (torch_tensor.c) ------------ */
+
+/* The aoti_torch_* accessors of the libtorch this process has loaded, and
+ * the numbers torch gives its CPU and CUDA device types and the strided
+ * layout. Filled once, by opreg__py_torch_open(). */
+struct opreg__py_torch_abi {
+    bool open;
+    int32_t (*get_data_ptr)(void *t, void **out);
+    int32_t (*get_dim)(void *t, int64_t *out);
+    int32_t (*get_sizes)(void *t, int64_t **out);
+    int32_t (*get_strides)(void *t, int64_t **out);
+    int32_t (*get_dtype)(void *t, int32_t *out);
+    int32_t (*get_device_type)(void *t, int32_t *out);
+    int32_t (*get_device_index)(void *t, int32_t *out);
+    int32_t (*get_layout)(void *t, int32_t *out);
+    int32_t device_cpu, device_cuda, layout_strided;
+};
+extern struct opreg__py_torch_abi opreg__py_torch;
+
+/* Look the accessors up in @p lib (a dlopen() handle of libtorch_cpu):
+ * NULL, or the name of the first entry point it lacks (nothing is kept
+ * then). Does nothing once open. */
+const char *opreg__py_torch_open(void *lib);
+
+enum {
+    OPREG__PY_TORCH_OK,
+    OPREG__PY_TORCH_UNDESCRIBED, /* an accessor failed (no storage, ...) */
+    OPREG__PY_TORCH_LAYOUT,      /* not strided; *what is torch's layout */
+    OPREG__PY_TORCH_DTYPE,       /* no opreg dtype; *what is torch's ScalarType */
+    OPREG__PY_TORCH_DEVICE,      /* neither CPU nor CUDA; *what is torch's type */
+};
+
+/* Describe the tensor of @p handle (an AtenTensorHandle) in @p dl, whose
+ * shape and strides then borrow torch's arrays (valid while the tensor is
+ * neither freed nor resized). Returns one of the codes above; *what says
+ * more for some of them. */
+int opreg__py_torch_describe(DLTensor *dl, void *handle, int32_t *what);
+
+/* The handle of a torch.Tensor or torch.nn.Parameter object (its type
+ * exactly), or NULL where torch's accessors or the object's layout cannot
+ * be used (then DLPack's exchange API reads it). While the path is being
+ * checked, each handle's address is compared with the object's `_cdata`. */
+void *opreg__py_torch_handle(PyObject *obj);
+
+/* While the path is checked (the first few tensors of the process): true.
+ * The caller then reads the tensor both ways and calls
+ * opreg__py_torch_verify(mine, the exchange API's), which counts a match
+ * and switches the path off for good on a mismatch (returning false). */
+bool opreg__py_torch_verifying(void);
+bool opreg__py_torch_verify(const DLTensor *mine, const DLTensor *theirs);
+
+/* torch_direct(on=None) -> "on", "checking", "off", "unavailable" or
+ * "unknown" (no torch tensor seen yet): the state of the path, after
+ * switching it on or off when `on` is given. */
+PyObject *opreg__py_torch_direct(PyObject *m, PyObject *args);
 
 /* ---- ops (op.c) ------------------------------------------------------------------ */
 

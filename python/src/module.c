@@ -270,6 +270,13 @@ static PyMethodDef module_methods[] = {
       "Register opreg op `op` as the C kernel of torch op `name` in `library`." },
     { "torch_stable_close", opreg__py_torch_stable_close, METH_VARARGS,
       "torch_stable_close(library)\nDelete the library, and its kernels from torch." },
+    { "torch_direct", opreg__py_torch_direct, METH_VARARGS,
+      "torch_direct(on=None) -> str\n"
+      "Whether torch tensors are read through libtorch's C accessors: 'on', 'checking',\n"
+      "'off', 'unavailable' or 'unknown'; switched on or off when `on` is given." },
+    { "tensor_info", opreg__py_tensor_info, METH_VARARGS,
+      "tensor_info(tensor) -> (data, shape, strides, (code, bits, lanes), (device, id), readonly)\n"
+      "The DLTensor that an op would see for `tensor` (data as an int)." },
     { "set_mutation_check", py_set_mutation_check, METH_VARARGS,
       "set_mutation_check(mode)\n"
       "Switch the mutation sanitizer of the default registry: 'off', 'report' (every call\n"

@@ -49,13 +49,6 @@ static struct ts_abi {
                                 ts_handle *out);
     ts_err (*library_impl)(ts_handle lib, const char *name, ts_boxed fn, uint64_t version);
     ts_err (*delete_library)(ts_handle lib);
-    ts_err (*get_data_ptr)(ts_handle t, void **out);
-    ts_err (*get_dim)(ts_handle t, int64_t *out);
-    ts_err (*get_sizes)(ts_handle t, int64_t **out);
-    ts_err (*get_strides)(ts_handle t, int64_t **out);
-    ts_err (*get_dtype)(ts_handle t, int32_t *out);
-    ts_err (*get_device_type)(ts_handle t, int32_t *out);
-    ts_err (*get_device_index)(ts_handle t, int32_t *out);
     ts_err (*delete_tensor)(ts_handle t);
     ts_err (*delete_ivalue)(ts_value *v);
     ts_err (*list_size)(ts_handle list, size_t *out);
@@ -65,8 +58,7 @@ static struct ts_abi {
     ts_err (*string_c_str)(ts_handle s, const char **out);
     ts_err (*delete_string)(ts_handle s);
     void (*check)(bool cond, const char *func, const char *file, uint32_t line, const char *msg);
-    int32_t device_cpu, device_cuda;
-} ts;
+} ts; /* tensors are read through opreg__py_torch (torch_tensor.c) */
 
 /* What an argument is on the stack. */
 enum ts_kind { K_TENSOR, K_TENSOR_LIST, K_INT, K_FLOAT, K_BOOL, K_STR, K_INT_LIST };
@@ -107,13 +99,6 @@ PyObject *opreg__py_torch_stable_open(PyObject *m, PyObject *args) {
         TS_FN(library_init_impl, aoti_torch_library_init_impl),
         TS_FN(library_impl, torch_library_impl),
         TS_FN(delete_library, aoti_torch_delete_library_object),
-        TS_FN(get_data_ptr, aoti_torch_get_data_ptr),
-        TS_FN(get_dim, aoti_torch_get_dim),
-        TS_FN(get_sizes, aoti_torch_get_sizes),
-        TS_FN(get_strides, aoti_torch_get_strides),
-        TS_FN(get_dtype, aoti_torch_get_dtype),
-        TS_FN(get_device_type, aoti_torch_get_device_type),
-        TS_FN(get_device_index, aoti_torch_get_device_index),
         TS_FN(delete_tensor, aoti_torch_delete_tensor_object),
         TS_FN(delete_ivalue, torch_delete_stable_ivalue),
         TS_FN(list_size, torch_list_size),
@@ -136,36 +121,14 @@ PyObject *opreg__py_torch_stable_open(PyObject *m, PyObject *args) {
         }
         memcpy((char *)&ts + fns[i].offset, &fn, sizeof fn);
     }
-    /* torch's dtype numbers are its ScalarType numbers, as opreg's are; its
-     * device types are asked for by name. */
-    int32_t (*num)(void);
-    static const struct {
-        const char *name;
-        int32_t want;
-    } dtypes[] = { { "aoti_torch_dtype_float32", OPREG_DTYPE_F32 },
-                   { "aoti_torch_dtype_bfloat16", OPREG_DTYPE_BF16 },
-                   { "aoti_torch_dtype_float8_e4m3fn", OPREG_DTYPE_F8_E4M3FN } };
-    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
-        void *fn = dlsym(lib, dtypes[i].name);
-        memcpy(&num, &fn, sizeof fn);
-        if (!fn || num() != dtypes[i].want) {
-            dlclose(lib);
-            return opreg__py_raisef(OPREG_ERR_UNSUPPORTED,
-                                    "torch's stable ABI: %s: %s is not ScalarType's number", path,
-                                    dtypes[i].name);
-        }
-    }
-    void *cpu = dlsym(lib, "aoti_torch_device_type_cpu");
-    void *cuda = dlsym(lib, "aoti_torch_device_type_cuda");
-    if (!cpu || !cuda) {
+    const char *missing = opreg__py_torch_open(lib);
+    if (missing) {
         dlclose(lib);
         return opreg__py_raisef(OPREG_ERR_UNSUPPORTED,
-                                "torch's stable ABI: %s has no aoti_torch_device_type_cpu", path);
+                                "torch's stable ABI: %s has no %s, or not with the meaning opreg "
+                                "reads (PyTorch 2.13 or later has it)",
+                                path, missing);
     }
-    memcpy(&num, &cpu, sizeof cpu);
-    ts.device_cpu = num();
-    memcpy(&num, &cuda, sizeof cuda);
-    ts.device_cuda = num();
     ts.open = true; /* the handle is kept: torch stays loaded for the process */
     Py_RETURN_NONE;
 }
@@ -244,34 +207,27 @@ static _Thread_local char ts_message[1024];
 /* A torch tensor as a DLTensor that borrows its sizes and strides (valid
  * while the handle lives). Returns false with a message. */
 static bool to_dl(DLTensor *dl, ts_handle h, const char *arg) {
-    int32_t dtype, dev, index;
-    void *data;
-    int64_t dim;
+    int32_t what;
     memset(dl, 0, sizeof *dl);
-    if (ts.get_data_ptr(h, &data) || ts.get_dim(h, &dim) || ts.get_sizes(h, &dl->shape) ||
-        ts.get_strides(h, &dl->strides) || ts.get_dtype(h, &dtype) || ts.get_device_type(h, &dev) ||
-        ts.get_device_index(h, &index)) {
+    switch (opreg__py_torch_describe(dl, h, &what)) {
+    case OPREG__PY_TORCH_OK:
+        return true;
+    case OPREG__PY_TORCH_LAYOUT:
+        snprintf(ts_message, sizeof ts_message, "argument '%s': torch's layout %d is not strided",
+                 arg, (int)what);
+        return false;
+    case OPREG__PY_TORCH_DTYPE:
+        snprintf(ts_message, sizeof ts_message,
+                 "argument '%s': torch's dtype %d has no opreg dtype", arg, (int)what);
+        return false;
+    case OPREG__PY_TORCH_DEVICE:
+        snprintf(ts_message, sizeof ts_message,
+                 "argument '%s': torch's device type %d is neither CPU nor CUDA", arg, (int)what);
+        return false;
+    default:
         snprintf(ts_message, sizeof ts_message, "argument '%s': torch could not describe it", arg);
         return false;
     }
-    if (dtype < 0 || opreg_dtype_size((opreg_dtype)dtype) == 0) {
-        snprintf(ts_message, sizeof ts_message,
-                 "argument '%s': torch's dtype %d has no opreg dtype", arg, (int)dtype);
-        return false;
-    }
-    dl->data = data;
-    dl->ndim = (int32_t)dim;
-    dl->dtype = opreg_dtype_to_dlpack((opreg_dtype)dtype);
-    if (dev == ts.device_cpu)
-        dl->device = (DLDevice){ kDLCPU, 0 };
-    else if (dev == ts.device_cuda)
-        dl->device = (DLDevice){ kDLCUDA, index };
-    else {
-        snprintf(ts_message, sizeof ts_message,
-                 "argument '%s': torch's device type %d is neither CPU nor CUDA", arg, (int)dev);
-        return false;
-    }
-    return true;
 }
 
 /* Release what the stack owns from argument @p from on: torch hands every

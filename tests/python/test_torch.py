@@ -376,6 +376,106 @@ def t_errors():
     check(opreg.is_op_supported("_C::rms_norm", torch.device("cpu")), "a torch.device")
 
 
+# ---- how torch tensors are read ---------------------------------------------
+
+OPREG_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+                torch.float32, torch.float64, torch.bool, torch.bfloat16) + tuple(
+    getattr(torch, n) for n in ("float8_e5m2", "float8_e4m3fn") if hasattr(torch, n))
+
+
+def info_or_error(t):
+    try:
+        return opreg._opreg.tensor_info(t)
+    except opreg.Error as e:
+        return "error: %s" % str(e).split("\n")[0]
+
+
+def t_reading():
+    """Where torch has its C accessors (2.x), plain torch tensors are read
+    through them once the first few tensors read both ways agreed; every
+    tensor must then be described as DLPack's exchange API describes it (the
+    path switched off), and as torch itself does."""
+    _opreg = opreg._opreg
+    state = _opreg.torch_direct()
+    exchange = hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
+    # (Without the exchange API, torch's tensors go through __dlpack__: the
+    # direct path is not tried, and the state stays "unknown".)
+    check(state == ("on" if exchange else "unknown"),
+          "torch %s: the direct path is %s" % (torch.__version__, state))
+    base = torch.arange(4 * 6 * 5, dtype=torch.float32)
+    layouts = {
+        "contiguous": lambda dt: torch.zeros(4, 6, dtype=dt),
+        "transposed": lambda dt: torch.zeros(6, 4, dtype=dt).t(),
+        "offset": lambda dt: torch.zeros(40, dtype=dt)[3:].view(37)[2:29].view(3, 9),
+        "expanded": lambda dt: torch.zeros(1, 5, dtype=dt).expand(3, 5),
+        "size-1 dims": lambda dt: torch.zeros(5, 1, 4, dtype=dt).transpose(0, 1)[:, :, 1:2],
+        "empty": lambda dt: torch.zeros(0, 5, dtype=dt),
+        "0-dim": lambda dt: torch.zeros((), dtype=dt),
+        "9 dims": lambda dt: torch.zeros((2,) * 9, dtype=dt),
+        "Parameter": lambda dt: torch.nn.Parameter(torch.zeros(2, 3, dtype=dt), requires_grad=False),
+        "view of a view": lambda dt: base.to(dt).view(4, 6, 5)[1:, ::2, 3],
+    }
+    for dt in OPREG_DTYPES:
+        if dt == torch.bool and not exchange:
+            continue  # torch 1.x's DLPack export has no bool
+        for lname, make in layouts.items():
+            t = make(dt)
+            what = "%s %s" % (lname, dt)
+            got = info_or_error(t)
+            check(not isinstance(got, str), "%s refused: %s" % (what, got))
+            if isinstance(got, str):
+                continue
+            data, shape, strides = got[0], got[1], got[2]
+            check(shape == tuple(t.shape), "%s: shape %s" % (what, shape))
+            check(t.numel() == 0 or data == t.data_ptr(), "%s: data" % what)
+            # torch 1.13's DLPack export sets the stride of a dim of size 0 or 1 to 1
+            check(all(a == b for a, b, n in zip(strides, t.stride(), t.shape) if n > 1),
+                  "%s: strides %s, torch says %s" % (what, strides, t.stride()))
+            if state == "on":
+                _opreg.torch_direct(False)
+                theirs = info_or_error(t)
+                _opreg.torch_direct(True)
+                check(theirs == got, "%s: read directly %s, through the exchange API %s"
+                      % (what, got, theirs))
+    # Switching the path on again checks it again.
+    if state == "on":
+        _opreg.torch_direct(False)
+        check(_opreg.torch_direct() == "off", "switched off")
+        _opreg.torch_direct(True)
+        for _ in range(8):
+            _opreg.tensor_info(torch.zeros(2))
+        check(_opreg.torch_direct() == "on", "on again after the checks: %s" % _opreg.torch_direct())
+    # What the accessors cannot describe goes through the exchange API (or
+    # __dlpack__), which refuses it with its own reason, path on or off.
+    odd = {"sparse": torch.zeros(3, 3).to_sparse(), "meta": torch.empty(3, 3, device="meta"),
+           "complex": torch.zeros(3, dtype=torch.complex64)}
+    for oname, t in odd.items():
+        on = info_or_error(t)
+        _opreg.torch_direct(False)
+        off = info_or_error(t)
+        _opreg.torch_direct(True)
+        check(on == off, "%s: %s with the direct path, %s without" % (oname, on, off))
+    # Nothing about a tensor is remembered: changes in place are seen.
+    x, w, out = torch.randn(2, 8), torch.ones(8), torch.empty(2, 8)
+    C.rms_norm(out, x, w, 1e-6)
+    out.resize_(4, 8)
+    x.resize_(4, 8).normal_()
+    C.rms_norm(out, x, w, 1e-6)
+    same(out, x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6), "after resize_")
+    xt = torch.randn(8, 3)
+    xt.t_()
+    check(opreg._opreg.tensor_info(xt)[2] == (1, 3), "after t_()")
+    check(opreg._opreg.tensor_info(xt)[1] == (3, 8), "shape after t_()")
+
+    class Sub(torch.Tensor):
+        pass
+
+    s = torch.randn(3, 8).as_subclass(Sub)
+    C.rms_norm(out[:3], s, w, 1e-6)
+    plain = torch.Tensor(s)
+    same(out[:3], plain * torch.rsqrt(plain.pow(2).mean(-1, keepdim=True) + 1e-6), "a subclass")
+
+
 for name, fn in list(globals().items()):
     if name.startswith("t_") and callable(fn):
         run(name[2:], fn)
