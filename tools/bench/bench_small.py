@@ -9,7 +9,9 @@ opreg call (`opreg.ops._C.NAME(out, x, ...)` on torch tensors, through
 DLPack) and the torch version run in alternating batches of about 20 ms;
 each figure is the median per call over the rounds. torch's version
 allocates its result, as PyTorch code does. Both use their own threads
-(torch's intra-op pool, opreg's pool) at their defaults, in one process.
+(torch's intra-op pool; opreg's loops on that same OpenMP team, as
+opreg.torch.register() arranges, or with --pool own on opreg's own pool)
+at their defaults, in one process.
 The ratio printed is torch's time over opreg's: above 1, opreg is faster.
 """
 
@@ -114,19 +116,34 @@ def main():
     ap.add_argument("--json", action="store_true", help="one JSON object per line")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--tokens", default="1,16,256", help="comma-separated token counts")
+    ap.add_argument("--pool", choices=("torch", "own"), default="torch",
+                    help="where opreg's loops run: on torch's OpenMP team (the default of "
+                         "opreg.torch.register, opreg.torch.share_threads) or on opreg's own pool")
+    ap.add_argument("--ops", default="", help="comma-separated op names (default: all)")
     args = ap.parse_args()
+    pool = "opreg's own pool"
+    if args.pool == "torch":
+        import opreg.torch as ot
+        try:
+            ot.share_threads()
+            pool = "torch's OpenMP team"
+        except opreg.Error as e:
+            print("small_python: opreg keeps its own pool (%s)" % e, file=sys.stderr)
+    wanted = set(filter(None, args.ops.split(",")))
     head = {"suite": "small_python", "case": "setup", "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(), "opreg_threads": opreg.get_num_threads(),
-            "torch_native_rms_norm": hasattr(F, "rms_norm")}
+            "torch_native_rms_norm": hasattr(F, "rms_norm"), "opreg_pool": pool}
     if args.json:
         print(json.dumps(head))
     else:
         print(f"small_python torch {torch.__version__} on {head['torch_threads']} threads, "
-              f"opreg on {head['opreg_threads']}; "
+              f"opreg on {head['opreg_threads']} ({pool}); "
               f"median of {args.rounds} alternating rounds; ratio = torch / opreg")
     slower = 0
     for tokens in (int(t) for t in args.tokens.split(",")):
         for name, a, b in cases(tokens):
+            if wanted and name not in wanted:
+                continue
             try:
                 to, tt = measure(a, b, args.rounds)
             except Exception as e:  # an op or dtype this torch lacks
