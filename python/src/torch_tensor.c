@@ -135,10 +135,14 @@ static PyObject *str_cdata;
  * check that a torch.Tensor object has room for the handle. */
 static bool set_up(PyObject *type) {
     if (switched_off) return false;
-    if (!opreg__py_torch.open) {
-        void *lib = dlopen("libtorch_cpu.so", RTLD_NOW | RTLD_NOLOAD);
-        if (!lib || opreg__py_torch_open(lib) != NULL) return false;
+    /* PyPI's wheels split libtorch_cpu out; a build of libtorch as one
+     * library has it all in libtorch.so. */
+    static const char *const libs[] = { "libtorch_cpu.so", "libtorch.so" };
+    for (size_t i = 0; !opreg__py_torch.open && i < sizeof libs / sizeof libs[0]; i++) {
+        void *lib = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
+        if (lib && opreg__py_torch_open(lib) != NULL) dlclose(lib);
     }
+    if (!opreg__py_torch.open) return false;
     str_cdata = PyUnicode_InternFromString("_cdata");
     PyObject *size = PyObject_GetAttrString(type, "__basicsize__");
     long basic = size && PyLong_Check(size) ? PyLong_AsLong(size) : -1;

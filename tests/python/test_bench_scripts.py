@@ -46,16 +46,21 @@ check(("rms_norm_torch_exchange" in cases) == direct,
       "bench_python: the exchange API is timed beside the accessors exactly where torch has both")
 
 for pool in ("torch", "own"):
-    lines = run("bench_small.py", "--rounds", "1", "--tokens", "1", "--ops", "rms_norm,linear",
+    lines = run("bench_small.py", "--rounds", "1", "--tokens", "1", "--ops",
+                "rms_norm,linear,topk_softmax,reshape_and_cache,paged_attention_v1_len128",
                 "--pool", pool)
     setup = [d for d in lines if d["case"] == "setup"]
     rows = [d for d in lines if d["case"] != "setup"]
     check(len(setup) == 1, "bench_small --pool %s: a setup line" % pool)
     if setup and pool == "own":
         check(setup[0]["opreg_pool"] == "opreg's own pool", "bench_small: --pool own")
-    check(sorted(d["case"] for d in rows) == ["linear", "rms_norm"],
-          "bench_small --pool %s: only the ops asked for (%s)" % (pool, [d["case"] for d in rows]))
-    check(all(d["opreg_us"] > 0 and d["torch_us"] > 0 and d["tokens"] == 1 for d in rows),
+    # The written-out cases and the catalogue's (checked against opreg's
+    # results first); paged attention counts sequences, every size of it.
+    got = sorted((d["case"], d.get("tokens", d.get("seqs"))) for d in rows)
+    want = sorted([("linear", 1), ("rms_norm", 1), ("topk_softmax", 1), ("reshape_and_cache", 1)]
+                  + [("paged_attention_v1_len128", n) for n in (1, 4, 16)])
+    check(got == want, "bench_small --pool %s: the cases asked for (%s)" % (pool, got))
+    check(all(d["opreg_us"] > 0 and d["torch_us"] > 0 for d in rows),
           "bench_small --pool %s: times" % pool)
 
 if failures:

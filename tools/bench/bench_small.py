@@ -13,6 +13,9 @@ allocates its result, as PyTorch code does. Both use their own threads
 opreg.torch.register() arranges, or with --pool own on opreg's own pool)
 at their defaults, in one process.
 The ratio printed is torch's time over opreg's: above 1, opreg is faster.
+Those nine ops are written out here; the rest of the catalogue comes from
+small_equivalents.py (PyTorch-written equivalents on `opreg run`'s
+inputs, checked against opreg's results before they are timed).
 """
 
 import argparse
@@ -29,6 +32,7 @@ except ImportError:
     sys.exit("bench_small.py: needs torch")
 
 import opreg
+import small_equivalents
 
 EPS = 1e-6
 HIDDEN = 4096
@@ -139,26 +143,42 @@ def main():
         print(f"small_python torch {torch.__version__} on {head['torch_threads']} threads, "
               f"opreg on {head['opreg_threads']} ({pool}); "
               f"median of {args.rounds} alternating rounds; ratio = torch / opreg")
+    token_counts = [int(t) for t in args.tokens.split(",")]
+
+    def all_cases():
+        for tokens in token_counts:
+            for name, a, b in cases(tokens):
+                if not wanted or name in wanted:
+                    yield name, tokens, "tokens", a, b
+        # The rest of the catalogue, on `opreg run`'s inputs (its token
+        # counts are bench small's; the cache and attention ops count pairs
+        # and sequences).
+        for name, size, unit, a, b in small_equivalents.catalogue_cases(wanted):
+            if unit != "tokens" or size in token_counts:
+                yield name, size, unit, a, b
+
     slower = 0
-    for tokens in (int(t) for t in args.tokens.split(",")):
-        for name, a, b in cases(tokens):
-            if wanted and name not in wanted:
-                continue
-            try:
-                to, tt = measure(a, b, args.rounds)
-            except Exception as e:  # an op or dtype this torch lacks
-                print(f"small_python {name} {tokens}: skipped ({e})", file=sys.stderr)
-                continue
-            slower += tt < to
-            if args.json:
-                print(json.dumps({"suite": "small_python", "case": name, "tokens": tokens,
-                                  "opreg_us": round(to * 1e6, 3), "torch_us": round(tt * 1e6, 3),
-                                  "torch_over_opreg": round(tt / to, 2)}))
-            else:
-                print(f"small_python {name:26s} {tokens:4d} tokens  opreg {to * 1e6:9.2f} us  "
-                      f"torch {tt * 1e6:9.2f} us  ratio {tt / to:5.2f}"
-                      f"{'' if tt >= to else '  (torch faster)'}")
-            sys.stdout.flush()
+    for name, size, unit, a, b in all_cases():
+        if a is None:
+            print(f"small_python {name} {size}: skipped ({b})", file=sys.stderr)
+            continue
+        try:
+            to, tt = measure(a, b, args.rounds)
+        except Exception as e:  # an op or dtype this torch lacks
+            print(f"small_python {name} {size}: skipped ({e})", file=sys.stderr)
+            continue
+        slower += tt < to
+        if args.json:
+            print(json.dumps({"suite": "small_python", "case": name, unit: size,
+                              "opreg_us": round(to * 1e6, 3), "torch_us": round(tt * 1e6, 3),
+                              "torch_over_opreg": round(tt / to, 2)}))
+        else:
+            print(f"small_python {name:26s} {size:4d} {unit:6s}  opreg {to * 1e6:9.2f} us  "
+                  f"torch {tt * 1e6:9.2f} us  ratio {tt / to:5.2f}"
+                  f"{'' if tt >= to else '  (torch faster)'}")
+        sys.stdout.flush()
+    if not args.json:
+        print(f"small_python: torch faster in {slower} case(s)")
     return 0
 
 

@@ -121,6 +121,15 @@ void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const voi
                                const float *a_scales, bool per_token, const float *b_scales,
                                bool per_channel, const void *bias, int64_t m, int64_t n, int64_t k);
 
+/* ---- MoE routing ------------------------------------------------------------- */
+
+/* topk_softmax for checked arguments: gating [tokens, experts] contiguous
+ * in @p dt (f32, f16 or bf16); weights (f32), indices and token_expert
+ * (int32) [tokens, k] contiguous. */
+void opreg__cpu_topk_softmax(float *weights, int32_t *indices, int32_t *token_expert,
+                             const void *gating, int dt, int64_t tokens, int64_t experts,
+                             int64_t k);
+
 /* ---- KV cache ---------------------------------------------------------------- */
 
 /* kv_kind: 0 = "auto" (copy element bytes), 1 = fp8 e4m3fn, 2 = fp8 e5m2
