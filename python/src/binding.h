@@ -314,6 +314,19 @@ PyObject *opreg__py_torch_stable_close(PyObject *m, PyObject *args);
 
 /* ---- torch tensors through libtorch's C accessors (torch_tensor.c) ------------ */
 
+/* An entry point of a loaded library, and where a table of function
+ * pointers keeps it. */
+struct opreg__py_symbol {
+    const char *name;
+    size_t offset;
+};
+
+/* Look each of the @p n symbols up in @p lib (a dlopen() handle) and store
+ * it at its offset in @p table: NULL, or the name of the first one @p lib
+ * lacks (the table then holds only some). */
+const char *opreg__py_find_symbols(void *lib, void *table, const struct opreg__py_symbol *s,
+                                   size_t n);
+
 /* The aoti_torch_* accessors of the libtorch this process has loaded, and
  * the numbers torch gives its CPU and CUDA device types and the strided
  * layout. Filled once, by opreg__py_torch_open(). */

@@ -91,10 +91,7 @@ PyObject *opreg__py_torch_stable_open(PyObject *m, PyObject *args) {
     if (!lib)
         return opreg__py_raisef(OPREG_ERR_UNSUPPORTED, "torch's stable ABI: %s is not loaded (%s)",
                                 path, dlerror());
-    static const struct {
-        const char *name;
-        size_t offset;
-    } fns[] = {
+    static const struct opreg__py_symbol fns[] = {
 #define TS_FN(member, symbol) { #symbol, offsetof(struct ts_abi, member) }
         TS_FN(library_init_impl, aoti_torch_library_init_impl),
         TS_FN(library_impl, torch_library_impl),
@@ -110,16 +107,13 @@ PyObject *opreg__py_torch_stable_open(PyObject *m, PyObject *args) {
         TS_FN(check, aoti_torch_check),
 #undef TS_FN
     };
-    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
-        void *fn = dlsym(lib, fns[i].name);
-        if (!fn) {
-            dlclose(lib);
-            return opreg__py_raisef(
-                OPREG_ERR_UNSUPPORTED,
-                "torch's stable ABI: %s has no %s (PyTorch 2.13 or later has it)", path,
-                fns[i].name);
-        }
-        memcpy((char *)&ts + fns[i].offset, &fn, sizeof fn);
+    struct ts_abi found = { 0 };
+    const char *lacks = opreg__py_find_symbols(lib, &found, fns, sizeof fns / sizeof fns[0]);
+    if (lacks) {
+        dlclose(lib);
+        return opreg__py_raisef(OPREG_ERR_UNSUPPORTED,
+                                "torch's stable ABI: %s has no %s (PyTorch 2.13 or later has it)",
+                                path, lacks);
     }
     const char *missing = opreg__py_torch_open(lib);
     if (missing) {
@@ -129,6 +123,7 @@ PyObject *opreg__py_torch_stable_open(PyObject *m, PyObject *args) {
                                 "reads (PyTorch 2.13 or later has it)",
                                 path, missing);
     }
+    ts = found;
     ts.open = true; /* the handle is kept: torch stays loaded for the process */
     Py_RETURN_NONE;
 }

@@ -26,12 +26,19 @@
 
 struct opreg__py_torch_abi opreg__py_torch;
 
+const char *opreg__py_find_symbols(void *lib, void *table, const struct opreg__py_symbol *s,
+                                   size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        void *fn = dlsym(lib, s[i].name);
+        if (!fn) return s[i].name;
+        memcpy((char *)table + s[i].offset, &fn, sizeof fn);
+    }
+    return NULL;
+}
+
 const char *opreg__py_torch_open(void *lib) {
     if (opreg__py_torch.open) return NULL;
-    static const struct {
-        const char *name;
-        size_t offset;
-    } fns[] = {
+    static const struct opreg__py_symbol fns[] = {
 #define TT_FN(member, symbol) { #symbol, offsetof(struct opreg__py_torch_abi, member) }
         TT_FN(get_data_ptr, aoti_torch_get_data_ptr),
         TT_FN(get_dim, aoti_torch_get_dim),
@@ -44,11 +51,8 @@ const char *opreg__py_torch_open(void *lib) {
 #undef TT_FN
     };
     struct opreg__py_torch_abi abi = { 0 };
-    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
-        void *fn = dlsym(lib, fns[i].name);
-        if (!fn) return fns[i].name;
-        memcpy((char *)&abi + fns[i].offset, &fn, sizeof fn);
-    }
+    const char *lacks = opreg__py_find_symbols(lib, &abi, fns, sizeof fns / sizeof fns[0]);
+    if (lacks) return lacks;
     /* torch's dtype numbers are its ScalarType numbers, as opreg's are
      * (checked on three of them); device types and the strided layout are
      * asked for by name. */
