@@ -213,10 +213,9 @@ def _close(got, want, what):
     return "%s: %d values differ" % (what, int(bad.sum())) if bad.any() else None
 
 
-def _check(name, op, fn, args, written):
+def _check(name, op, fn, args, kw, written):
     mine, theirs = _clone(args), _clone(args)
     op(*mine)
-    kw = {"lens": theirs[7].tolist()} if name.startswith("paged") else {}
     got = fn(*theirs, **kw)
     if name == "moe_align_block_size":
         return _check_moe(mine, theirs)
@@ -271,30 +270,22 @@ def catalogue_cases(wanted):
             raw = _opreg.example_inputs("_C::" + op_name, dtype=dtype, shape=fmt % size)
             try:
                 args = [_torch(v) for v in raw]
-                why = _check(name, op, fn, args, written)
+                # the sequence lengths as Python ints, as PyTorch code has them
+                kw = {"lens": args[7].tolist()} if op_name == "paged_attention_v1" else {}
+                why = _check(name, op, fn, args, kw, written)
             except (AttributeError, RuntimeError, TypeError) as e:
                 # what this torch lacks (float8, scaled_dot_product_attention, ...)
                 yield name, size, unit, None, "%s: %s" % (type(e).__name__, e)
                 continue
             if why:
                 raise AssertionError(why)
-            kw = {"lens": args[7].tolist()} if op_name == "paged_attention_v1" else {}
             yield (name, size, unit, (lambda op=op, a=args: op(*a)),
                    (lambda fn=fn, a=args, kw=kw: fn(*a, **kw)))
 
 
 def _written(op_name):
-    """Positions of the op's written (Tensor!) arguments, from its schema."""
-    text = _opreg.schema("_C::" + op_name)
-    params = text[text.index("(") + 1:text.rindex(") ->")]
-    out, depth, cur = [], 0, ""
-    for ch in params:
-        depth += ch in "([" and 1 or 0
-        depth -= ch in ")]" and 1 or 0
-        if ch == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    out.append(cur)
-    return [i for i, p in enumerate(out) if "!" in p.split()[0]]
+    """Positions of the op's written (Tensor!) arguments: its schema read by
+    torch's own parser."""
+    schema = torch._C.parse_schema(_opreg.schema("_C::" + op_name))
+    return [i for i, arg in enumerate(schema.arguments)
+            if arg.alias_info is not None and arg.alias_info.is_write]
