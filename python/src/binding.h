@@ -15,7 +15,8 @@
  *   tensor_out.c  opreg.Tensor, the tensors handed out
  *   examples.c    Meta tensors made from Python, the catalogue's example inputs
  *   torch_stable.c  opreg ops as C kernels of torch's dispatcher (stable C ABI)
- *   torch_tensor.c  torch tensors described through libtorch's C accessors
+ *   torch_tensor.c  torch tensors described by libtorch's C accessors, or by
+ *                   their TensorImpl's fields (torch 1.13)
  *
  * The interpreter lock is held for all the state below (module-level
  * caches): the extension does not support free-threaded builds, which have
@@ -375,6 +376,21 @@ void *opreg__py_torch_handle(PyObject *obj);
  * and switches the path off for good on a mismatch (returning false). */
 bool opreg__py_torch_verifying(void);
 bool opreg__py_torch_verify(const DLTensor *mine, const DLTensor *theirs);
+
+/* A torch.Tensor or torch.nn.Parameter object (its type exactly) of a torch
+ * without the accessors (1.x), described from torch's private layout where
+ * opreg knows it (torch_tensor.c says how it is checked): into @p dl, whose
+ * shape and strides are then @p shape and @p strides (OPREG__PY_INLINE_DIMS
+ * each), with the tensor's dispatch key set in *kind. Returns 0 when the
+ * path is off or declines the tensor (another device, a dtype torch's
+ * DLPack export lacks, a subclass of TensorImpl), 1 when the description
+ * can be used alone, and 2 when the caller must also read the tensor
+ * through torch's DLPack export, use that reading, and pass both to
+ * opreg__py_torch_fields_verify (which switches the path off for good on a
+ * mismatch, returning false). */
+int opreg__py_torch_fields(PyObject *obj, DLTensor *dl, int64_t *shape, int64_t *strides,
+                           uint64_t *kind);
+bool opreg__py_torch_fields_verify(const DLTensor *mine, const DLTensor *theirs, uint64_t kind);
 
 /* torch_direct(on=None) -> "on", "checking", "off", "unavailable" or
  * "unknown" (no torch tensor seen yet): the state of the path, after

@@ -18,10 +18,15 @@
  * one DLPack's exchange API gives, for the first CHECKS torch tensors of the
  * process. One mismatch turns the path off for good; every tensor the path
  * declines (not CPU, no storage, an unusual dtype, a subclass of
- * torch.Tensor) goes through the exchange API, which then decides. */
+ * torch.Tensor) goes through the exchange API, which then decides.
+ *
+ * Torch 1.13 has neither the accessors nor the exchange API: there the
+ * TensorImpl's fields are read at offsets this file knows for that
+ * version, under the checks the section on it describes. */
 #include "python/src/binding.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <string.h>
 
 struct opreg__py_torch_abi opreg__py_torch;
@@ -130,6 +135,32 @@ int opreg__py_torch_describe(DLTensor *dl, void *handle, int32_t *what) {
  * the path is trusted on its own. */
 #define CHECKS 8
 
+/* A library this process has already loaded whose file name is @p stem or
+ * @p stem followed by a version ("libc10.so", "libc10.so.1.13"), opened
+ * again (dlclose() it); NULL when none is. Distributions name torch's
+ * libraries by their version, which dlopen(stem, RTLD_NOLOAD) misses. */
+struct loaded_search {
+    const char *stem;
+    const char *path;
+};
+
+static int find_loaded(struct dl_phdr_info *info, size_t size, void *arg) {
+    struct loaded_search *q = arg;
+    (void)size;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    base = base ? base + 1 : info->dlpi_name;
+    size_t n = strlen(q->stem);
+    if (!base || strncmp(base, q->stem, n) != 0 || (base[n] != '\0' && base[n] != '.')) return 0;
+    q->path = info->dlpi_name;
+    return 1;
+}
+
+static void *open_loaded(const char *stem) {
+    struct loaded_search q = { stem, NULL };
+    dl_iterate_phdr(find_loaded, &q);
+    return q.path ? dlopen(q.path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+}
+
 static int direct = 0; /* 0: not yet set up, 1: on, -1: off */
 static int checked;    /* tensors read both ways, and equal */
 static bool switched_off;
@@ -143,7 +174,7 @@ static bool set_up(PyObject *type) {
      * library has it all in libtorch.so. */
     static const char *const libs[] = { "libtorch_cpu.so", "libtorch.so" };
     for (size_t i = 0; !opreg__py_torch.open && i < sizeof libs / sizeof libs[0]; i++) {
-        void *lib = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
+        void *lib = open_loaded(libs[i]);
         if (lib && opreg__py_torch_open(lib) != NULL) dlclose(lib);
     }
     if (!opreg__py_torch.open) return false;
@@ -155,27 +186,34 @@ static bool set_up(PyObject *type) {
     return str_cdata && basic >= (long)(sizeof(PyObject) + sizeof(void *));
 }
 
+/* Whether @p impl is the TensorImpl address torch gives for @p obj
+ * (`_cdata`, read through Python). */
+static bool is_cdata(PyObject *obj, const void *impl) {
+    PyObject *cdata = PyObject_GetAttr(obj, str_cdata);
+    void *theirs = cdata && PyLong_Check(cdata) ? PyLong_AsVoidPtr(cdata) : NULL;
+    Py_XDECREF(cdata);
+    PyErr_Clear();
+    return theirs && theirs == impl;
+}
+
+static const void *word_at(const void *base, size_t offset) {
+    const void *w;
+    memcpy(&w, (const char *)base + offset, sizeof w);
+    return w;
+}
+
 void *opreg__py_torch_handle(PyObject *obj) {
     if (direct == 0) direct = set_up((PyObject *)Py_TYPE(obj)) ? 1 : -1;
     if (direct < 0) return NULL;
     void *handle = (char *)obj + sizeof(PyObject);
-    if (checked < CHECKS) {
-        PyObject *cdata = PyObject_GetAttr(obj, str_cdata);
-        void *impl = cdata && PyLong_Check(cdata) ? PyLong_AsVoidPtr(cdata) : NULL;
-        Py_XDECREF(cdata);
-        PyErr_Clear();
-        void *word;
-        memcpy(&word, handle, sizeof word);
-        if (!impl || word != impl) {
-            direct = -1;
-            return NULL;
-        }
+    if (checked < CHECKS && !is_cdata(obj, word_at(handle, 0))) {
+        direct = -1;
+        return NULL;
     }
     return handle;
 }
 
-bool opreg__py_torch_verify(const DLTensor *mine, const DLTensor *theirs) {
-    if (checked >= CHECKS) return true;
+static bool same_tensor(const DLTensor *mine, const DLTensor *theirs) {
     bool same = mine->data == theirs->data && mine->ndim == theirs->ndim &&
                 mine->byte_offset == theirs->byte_offset &&
                 mine->device.device_type == theirs->device.device_type &&
@@ -185,11 +223,156 @@ bool opreg__py_torch_verify(const DLTensor *mine, const DLTensor *theirs) {
     for (int i = 0; same && i < mine->ndim; i++)
         same = mine->shape[i] == theirs->shape[i] &&
                (theirs->strides ? theirs->strides[i] : 0) == mine->strides[i];
-    if (!same) {
+    return same;
+}
+
+bool opreg__py_torch_verify(const DLTensor *mine, const DLTensor *theirs) {
+    if (checked >= CHECKS) return true;
+    if (!same_tensor(mine, theirs)) {
         direct = -1;
         return false;
     }
     checked++;
+    return true;
+}
+
+/* ---- torch without the accessors: its private layout -------------------------- */
+
+/* Before the aoti_torch_* accessors (PyTorch 1.x) libtorch exports no C
+ * function that describes a tensor without building another one: its
+ * DLPack export makes an as_strided view per call. Where this table knows
+ * the layout of the torch that is loaded, the fields are read instead
+ * (offsets in bytes, from c10/core/TensorImpl.h and StorageImpl.h of that
+ * version, LP64). The reading is trusted only as far as it was checked:
+ * - the TensorImpl address must equal `_cdata`, and the description the
+ *   one torch's DLPack export gives, for the first CHECKS torch tensors;
+ * - the TensorImpl must be a plain one: its vtable is c10::TensorImpl's,
+ *   not that of a sparse, opaque (mkldnn), nested, quantized or wrapper
+ *   subclass, whose fields mean other things;
+ * - its dispatch key set must be one already seen on a tensor read both
+ *   ways and found equal. A tensor of a new kind (made in inference mode, a
+ *   negated view) is read both ways once more, so the path accepts what
+ *   torch's export accepts and describes it as the export does. */
+struct torch_layout {
+    const char *version;   /* torch.__version__ begins with it */
+    size_t impl;           /* the TensorImpl * in the tensor object */
+    size_t storage;        /* the StorageImpl * in the TensorImpl */
+    size_t dims;           /* SizesAndStrides: a count, then the dims (below) */
+    size_t storage_offset; /* int64_t, in elements */
+    size_t numel;          /* int64_t */
+    size_t dtype;          /* uint16_t: the ScalarType, below scalar_types */
+    size_t device;         /* optional<Device>: engaged, type, index (a byte each) */
+    size_t key_set;        /* uint64_t: the dispatch key set */
+    size_t data;           /* the data pointer in the StorageImpl */
+    unsigned scalar_types;
+};
+
+static const struct torch_layout layouts[] = {
+    /* THPVariable's cdata is a MaybeOwned<Tensor> (a bool, then the Tensor) */
+    { "1.13.", 24, 24, 72, 160, 168, 176, 178, 184, 24, 18 },
+};
+
+/* SizesAndStrides keeps up to 5 sizes and then 5 strides inline after its
+ * count; beyond that a pointer to the sizes, followed by the strides. */
+#define INLINE_SIZES 5
+/* Key sets that passed the check, and the vtable of a plain TensorImpl. */
+#define KINDS 8
+static const struct torch_layout *layout;
+static const void *plain_vtable;
+static uint64_t kinds[KINDS];
+static int nkinds;
+
+static bool set_up_layout(void) {
+    if (switched_off) return false;
+    PyObject *torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch"); /* borrowed */
+    PyObject *s = torch ? PyObject_GetAttrString(torch, "__version__") : NULL;
+    PyObject *v = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8String(s) : NULL;
+    const char *version = v ? PyBytes_AsString(v) : NULL;
+    Py_XDECREF(s);
+    layout = NULL;
+    for (size_t i = 0; version && !layout && i < sizeof layouts / sizeof layouts[0]; i++)
+        if (strncmp(version, layouts[i].version, strlen(layouts[i].version)) == 0)
+            layout = &layouts[i];
+    Py_XDECREF(v);
+    PyErr_Clear();
+    if (!layout) return false;
+    /* The address a plain TensorImpl's vptr holds: two words into its
+     * vtable (after the offset-to-top and the type info). */
+    void *lib = open_loaded("libc10.so");
+    const char *vtable = lib ? dlsym(lib, "_ZTVN3c1010TensorImplE") : NULL;
+    if (lib) dlclose(lib);
+    if (!vtable) return false;
+    plain_vtable = vtable + 2 * sizeof(void *);
+    nkinds = 0;
+    str_cdata = PyUnicode_InternFromString("_cdata");
+    return str_cdata != NULL;
+}
+
+int opreg__py_torch_fields(PyObject *obj, DLTensor *dl, int64_t *shape, int64_t *strides,
+                           uint64_t *kind) {
+    if (direct == 0) direct = set_up_layout() ? 1 : -1;
+    if (direct < 0) return 0;
+    const struct torch_layout *L = layout;
+    const char *impl = word_at(obj, L->impl);
+    if (checked < CHECKS && !is_cdata(obj, impl)) {
+        direct = -1;
+        return 0;
+    }
+    if (!impl || word_at(impl, 0) != plain_vtable) return 0;
+    const char *storage = word_at(impl, L->storage);
+    uint16_t dtype;
+    uint64_t ndim;
+    unsigned char device[3];
+    int64_t offset, numel;
+    memcpy(&dtype, impl + L->dtype, sizeof dtype);
+    memcpy(&ndim, impl + L->dims, sizeof ndim);
+    memcpy(device, impl + L->device, sizeof device);
+    memcpy(&offset, impl + L->storage_offset, sizeof offset);
+    memcpy(&numel, impl + L->numel, sizeof numel);
+    memcpy(kind, impl + L->key_set, sizeof *kind);
+    /* CPU is device type 0; torch's DLPack export has no bool. */
+    size_t size = dtype < L->scalar_types ? opreg_dtype_size((opreg_dtype)dtype) : 0;
+    if (!storage || !device[0] || device[1] != 0 || size == 0 || dtype == OPREG_DTYPE_BOOL ||
+        ndim > OPREG__PY_INLINE_DIMS)
+        return 0;
+    const char *sizes = impl + L->dims + sizeof ndim, *strides_at;
+    if (ndim > INLINE_SIZES) {
+        sizes = word_at(sizes, 0);
+        strides_at = sizes + ndim * sizeof(int64_t);
+    } else {
+        strides_at = sizes + INLINE_SIZES * sizeof(int64_t);
+    }
+    for (uint64_t i = 0; i < ndim; i++) {
+        memcpy(&shape[i], sizes + i * sizeof(int64_t), sizeof(int64_t));
+        memcpy(&strides[i], strides_at + i * sizeof(int64_t), sizeof(int64_t));
+        /* as torch's export does: a dim of size 0 or 1 has stride 1 */
+        if (shape[i] < 2) strides[i] = 1;
+    }
+    /* as TensorImpl::data() does: no address for an empty tensor */
+    const char *data = word_at(storage, L->data);
+    dl->data = numel == 0 || !data ? NULL : (void *)(data + offset * (int64_t)size);
+    dl->device = (DLDevice){ kDLCPU, 0 };
+    dl->ndim = (int32_t)ndim;
+    dl->dtype = opreg_dtype_to_dlpack((opreg_dtype)dtype);
+    dl->shape = shape;
+    dl->strides = strides;
+    dl->byte_offset = 0;
+    if (checked < CHECKS) return 2;
+    for (int i = 0; i < nkinds; i++)
+        if (kinds[i] == *kind) return 1;
+    return 2;
+}
+
+bool opreg__py_torch_fields_verify(const DLTensor *mine, const DLTensor *theirs, uint64_t kind) {
+    if (!same_tensor(mine, theirs)) {
+        direct = -1;
+        return false;
+    }
+    if (checked < CHECKS) checked++;
+    bool known = false;
+    for (int i = 0; i < nkinds; i++)
+        known = known || kinds[i] == kind;
+    if (!known && nkinds < KINDS) kinds[nkinds++] = kind;
     return true;
 }
 

@@ -391,16 +391,17 @@ def info_or_error(t):
 
 
 def t_reading():
-    """Where torch has its C accessors (2.x), plain torch tensors are read
-    through them once the first few tensors read both ways agreed; every
-    tensor must then be described as DLPack's exchange API describes it (the
-    path switched off), and as torch itself does."""
+    """Plain torch tensors are read directly once the first few tensors
+    read both ways agreed: through torch's C accessors where torch has the
+    exchange API (2.10 and later), from the TensorImpl's fields on torch
+    1.13. Every tensor must then be described as the path it replaces
+    describes it (the exchange API, or torch._C._to_dlpack), and as torch
+    itself does."""
     _opreg = opreg._opreg
     state = _opreg.torch_direct()
     exchange = hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
-    # (Without the exchange API, torch's tensors go through __dlpack__: the
-    # direct path is not tried, and the state stays "unknown".)
-    check(state == ("on" if exchange else "unknown"),
+    known = exchange or torch.__version__.startswith("1.13.")
+    check(state == ("on" if known else "unavailable"),
           "torch %s: the direct path is %s" % (torch.__version__, state))
     base = torch.arange(4 * 6 * 5, dtype=torch.float32)
     layouts = {
@@ -411,6 +412,7 @@ def t_reading():
         "size-1 dims": lambda dt: torch.zeros(5, 1, 4, dtype=dt).transpose(0, 1)[:, :, 1:2],
         "empty": lambda dt: torch.zeros(0, 5, dtype=dt),
         "0-dim": lambda dt: torch.zeros((), dtype=dt),
+        "6 dims": lambda dt: torch.zeros((2, 3, 1, 2, 1, 2), dtype=dt).transpose(1, 5),
         "9 dims": lambda dt: torch.zeros((2,) * 9, dtype=dt),
         "Parameter": lambda dt: torch.nn.Parameter(torch.zeros(2, 3, dtype=dt), requires_grad=False),
         "view of a view": lambda dt: base.to(dt).view(4, 6, 5)[1:, ::2, 3],
@@ -445,16 +447,39 @@ def t_reading():
         for _ in range(8):
             _opreg.tensor_info(torch.zeros(2))
         check(_opreg.torch_direct() == "on", "on again after the checks: %s" % _opreg.torch_direct())
-    # What the accessors cannot describe goes through the exchange API (or
-    # __dlpack__), which refuses it with its own reason, path on or off.
-    odd = {"sparse": torch.zeros(3, 3).to_sparse(), "meta": torch.empty(3, 3, device="meta"),
-           "complex": torch.zeros(3, dtype=torch.complex64)}
-    for oname, t in odd.items():
-        on = info_or_error(t)
+    # What the direct path cannot describe goes through the exchange API (or
+    # torch._C._to_dlpack), which reads it or refuses it with its own
+    # reason, path on or off: other TensorImpl classes (sparse, quantized,
+    # mkldnn), other devices and dtypes, and tensors of other dispatch key
+    # sets (inference mode, a negated view), which the fields' path checks
+    # once more before it reads them alone.
+    odd = {"sparse": lambda: torch.zeros(3, 3).to_sparse(),
+           "meta": lambda: torch.empty(3, 3, device="meta"),
+           "complex": lambda: torch.zeros(3, dtype=torch.complex64),
+           "bool": lambda: torch.zeros(3, dtype=torch.bool),
+           "quantized": lambda: torch.quantize_per_tensor(torch.ones(3), 0.5, 0, torch.qint8),
+           "mkldnn": lambda: torch.ones(3).to_mkldnn(),
+           "negated view": lambda: torch._neg_view(torch.arange(4.0)),
+           "requires grad": lambda: torch.ones(2, 3, requires_grad=True)}
+    with torch.inference_mode():
+        made = torch.arange(6.0).view(2, 3)[:, 1:]
+    odd["inference mode"] = lambda: made
+    for oname, make in odd.items():
+        try:
+            t = make()
+        except RuntimeError as e:  # a build of torch without mkldnn
+            print("  (%s: %s)" % (oname, str(e).splitlines()[0]))
+            continue
+        # A new kind is checked on its first read, then read alone.
+        first, second = info_or_error(t), info_or_error(t)
         _opreg.torch_direct(False)
         off = info_or_error(t)
         _opreg.torch_direct(True)
-        check(on == off, "%s: %s with the direct path, %s without" % (oname, on, off))
+        for _ in range(8):
+            _opreg.tensor_info(torch.zeros(2))
+        check(first == off and second == off,
+              "%s: %s, then %s with the direct path, %s without" % (oname, first, second, off))
+    check(_opreg.torch_direct() == state, "still %s after the odd tensors" % state)
     # Nothing about a tensor is remembered: changes in place are seen.
     x, w, out = torch.randn(2, 8), torch.ones(8), torch.empty(2, 8)
     C.rms_norm(out, x, w, 1e-6)

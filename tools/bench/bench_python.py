@@ -27,9 +27,11 @@ cases:
   rms_norm_torch     the call on torch tensors, when torch is there: read through
                      libtorch's C accessors where torch has them and they check out
                      (docs/python.md), else through DLPack's C exchange API (torch 2.10
-                     and later), else __dlpack__
+                     and later); on torch 1.13, from the TensorImpl's fields where they
+                     check out, else through torch._C._to_dlpack
   rms_norm_torch_exchange  the same with the accessors switched off, where torch has the
                      exchange API: what reading torch's tensors directly saves
+  rms_norm_torch_dlpack    the same on torch 1.13 with the fields' path switched off
   torch_ops_opreg    torch.ops.opreg_bench.rms_norm: opreg's op registered into torch's
                      dispatcher by opreg.torch, called on the same torch tensors; its
                      CPU kernel is opreg's C function where torch has the stable C ABI
@@ -140,7 +142,7 @@ def main():
     per_call["binding_overhead"] = per_call["null_op"] - per_call["null_op_in_c"]
     order = ["trivial_function", "rms_norm", "rms_norm_lookup", "rms_norm_keyword", "null_op",
              "rms_norm_in_c", "null_op_in_c", "binding_overhead", "rms_norm_torch",
-             "rms_norm_torch_exchange",
+             "rms_norm_torch_exchange", "rms_norm_torch_dlpack",
              "torch_ops_opreg", "torch_ops_opreg_py", "torch_ops_cpp", "torch_native"]
     info = "python %s, numpy %s, shape %s f32, %d rounds of %d calls, empty loop %.1f ns" % (
         platform.python_version(), np.__version__, "x".join(map(str, shape)), args.rounds, n,
@@ -167,7 +169,8 @@ def main():
             print("target: rms_norm_torch <= 300 ns/call with torch 2.15, else <= torch_ops_cpp")
         for a, b in (("rms_norm_torch", "torch_ops_cpp"), ("torch_ops_opreg", "torch_ops_cpp"),
                      ("torch_ops_opreg_py", "torch_ops_cpp"), ("rms_norm_torch", "rms_norm"),
-                     ("rms_norm_torch", "rms_norm_torch_exchange")):
+                     ("rms_norm_torch", "rms_norm_torch_exchange"),
+                     ("rms_norm_torch", "rms_norm_torch_dlpack")):
             if a in per_call and b in per_call:
                 print("  %s / %s = %.2f" % (a, b, per_call[a] / per_call[b]))
     return 0
@@ -230,16 +233,20 @@ def torch_cases(cases, x, w, out, eps):
     direct = _opreg.torch_direct()
     exchange = hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
     notes = ["torch %s" % torch.__version__,
-             "libtorch's accessors" if direct == "on" else
-             "exchange API" if exchange else "no exchange API (__dlpack__)"]
-    if direct == "on" and exchange:
-        def through_exchange(n):
+             ("libtorch's accessors" if exchange else "TensorImpl fields")
+             if direct == "on" else
+             "exchange API" if exchange else "no exchange API (_to_dlpack)"]
+    if direct == "on":
+        # The same call with the direct path off: through the exchange API,
+        # or torch's DLPack export where torch has no exchange API.
+        def slow_path(n):
             _opreg.torch_direct(False)
             try:
                 return loop(rms_norm)(n)
             finally:
                 _opreg.torch_direct(True)
-        cases.append(("rms_norm_torch_exchange", through_exchange))
+        cases.append(("rms_norm_torch_exchange" if exchange else "rms_norm_torch_dlpack",
+                      slow_path))
     import opreg.torch as ot
     reg = ot.register("_C", target="opreg_bench", ops=["rms_norm"])
     cases.append(("torch_ops_opreg", loop(torch.ops.opreg_bench.rms_norm)))
