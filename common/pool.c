@@ -2,13 +2,21 @@
  * through one 64-bit ticket that the caller and the workers claim from by
  * compare-and-swap.
  *
- * The ticket holds the loop's generation (40 bits), its number of slots
- * (12) and the next unclaimed slot (12). A thread that wins the swap from
- * next to next+1 owns that slot; when next reaches the count, nothing is
- * left to claim, and the caller, which claims like any worker, waits only
- * for the slots other threads took: a worker the OS has not scheduled has
- * claimed nothing, so it delays nothing. A slot is a contiguous run of the
- * caller's tasks (a loop of more than 4095 tasks gives each slot several).
+ * The ticket holds the loop's generation (40 bits), the end of the
+ * unclaimed slots (12) and the next unclaimed slot (12). The caller claims
+ * from the front (a swap from next to next+1 owns slot next), the workers
+ * from the back (end to end-1 owns slot end-1); when next reaches end,
+ * nothing is left to claim, and the caller waits only for the slots other
+ * threads took: a worker the OS has not scheduled has claimed nothing, so
+ * it delays nothing. A slot is a contiguous run of the caller's tasks (a
+ * loop of more than 4095 tasks gives each slot several).
+ *
+ * Claiming from both ends gives each thread the same part of the data from
+ * one call to the next, when both run: its rows are still in that core's
+ * cache. Claimed in one order by all (as before), the split changed with
+ * every call and the rows came from the other core's cache: with 2 threads,
+ * rotary_embedding on 256 tokens took 0.70 of one thread's time where it
+ * now takes 0.51 (`opreg bench threads`, docs/performance.md).
  *
  * The loop's description (function, context, counts) is written by the
  * caller before it publishes the ticket, and read by a worker only after a
@@ -147,14 +155,15 @@ static bool claimable(uint64_t t) {
     return T_NEXT(t) < T_SLOTS(t);
 }
 
-/* Claims the next slot of the current loop into @p slot; false when none
- * is left. */
-static bool claim(int64_t *slot) {
+/* Claims a slot of the current loop into @p slot; false when none is
+ * left. The caller claims from the front, the workers from the back. */
+static bool claim(int64_t *slot, bool back) {
     uint64_t t = atomic_load_explicit(&pool.ticket, memory_order_acquire);
     while (claimable(t)) {
-        if (atomic_compare_exchange_weak_explicit(&pool.ticket, &t, t + 1, memory_order_acq_rel,
+        uint64_t next = back ? t - ((uint64_t)1 << SLOT_BITS) : t + 1;
+        if (atomic_compare_exchange_weak_explicit(&pool.ticket, &t, next, memory_order_acq_rel,
                                                   memory_order_acquire)) {
-            *slot = T_NEXT(t);
+            *slot = back ? T_SLOTS(t) - 1 : T_NEXT(t);
             return true;
         }
     }
@@ -200,7 +209,7 @@ static void *worker_main(void *arg) {
     (void)arg;
     for (;;) {
         int64_t slot;
-        if (claim(&slot)) {
+        if (claim(&slot, true)) {
             run_slot(slot);
             atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
         } else if (!idle_wait()) {
@@ -323,7 +332,7 @@ void opreg__parallel_for(int64_t n, opreg_task_fn fn, void *ctx) {
         pthread_mutex_unlock(&pool.mu);
     }
     int64_t slot, mine = 0;
-    while (claim(&slot)) {
+    while (claim(&slot, false)) {
         run_slot(slot);
         mine++;
     }

@@ -1,6 +1,7 @@
 /* opreg's thread pool (common/pool.c, include/opreg/threads.h): every task
- * runs exactly once, on the threads asked for, from one caller or several
- * at once, nested, with a host pool lent, after a fork; and the settings'
+ * runs exactly once, on the threads asked for, the caller's from the front
+ * and the workers' from the back, from one caller or several at once,
+ * nested, with a host pool lent, after a fork; and the settings'
  * errors. Label `threads`: the test script runs it under TSan too. */
 #define _GNU_SOURCE /* setenv, fork, execl */
 #include "common/pool.h"
@@ -82,6 +83,33 @@ TEST(one_thread_runs_on_the_caller) {
     free(t);
     CHECK_EQ_INT(d, 1);
     CHECK(on_caller);
+    CHECK_EQ_INT(opreg_set_num_threads(0), OPREG_OK);
+}
+
+/* With one worker, the caller claims from the front and the worker from
+ * the back: every task the caller ran comes before every task the worker
+ * ran, so each thread keeps its part of the rows from one call to the
+ * next (whichever part it gets to, when the other thread is late). */
+TEST(caller_front_worker_back) {
+    CHECK_EQ_INT(opreg_set_num_threads(2), OPREG_OK);
+    int split = 0;
+    for (int rep = 0; rep < 50; rep++) {
+        struct tally *t = tally_new();
+        CHECK(t);
+        opreg__parallel_for(300, count_task, t);
+        CHECK(tally_check(t, 300) >= 1);
+        int64_t last_caller = -1, first_worker = 300;
+        for (int64_t i = 0; i < 300; i++) {
+            if (pthread_equal(t->who[i], pthread_self()))
+                last_caller = i;
+            else if (first_worker == 300)
+                first_worker = i;
+        }
+        free(t);
+        CHECK(last_caller < first_worker);
+        split += last_caller >= 0 && first_worker < 300;
+    }
+    printf("  %d of 50 loops ran on both threads\n", split);
     CHECK_EQ_INT(opreg_set_num_threads(0), OPREG_OK);
 }
 
@@ -369,6 +397,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--min-bytes") == 0) return min_bytes_main();
     RUN(every_task_once_at_every_size);
     RUN(one_thread_runs_on_the_caller);
+    RUN(caller_front_worker_back);
     RUN(width_changes_between_loops);
     RUN(settings_refuse_bad_widths);
     RUN(parallel_min_bytes_setting);
