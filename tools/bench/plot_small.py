@@ -103,7 +103,8 @@ def main():
         ax.axis("off")
     title = "opreg at serving sizes (lower is better)"
     fig.suptitle(title + ("\n" + args.title if args.title else ""))
-    fig.tight_layout()
+    # room above the panels for the two lines of the title
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / fig.get_figheight()))
     fig.savefig(args.output, dpi=90)
     print("wrote", args.output)
     return 0
