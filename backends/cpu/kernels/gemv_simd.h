@@ -9,7 +9,9 @@
  * sums in registers; the weight vectors loaded for one step of k serve
  * every input row of the tile. The tiles of one group of columns run one
  * after the other, so the weight rows are read from memory by the first
- * and from the L1 or L2 cache by the others.
+ * and from the L1 or L2 cache by the others. With more input rows than a
+ * tile holds, the panel kernels below take the call instead: they block k
+ * so that the tiles find both operands in L1.
  *
  * Sums: f32 for the float types (bf16 pairs through vdot_bf16x2, whose
  * AVX512-BF16 form rounds each addition and reads subnormals as zero: see
@@ -216,27 +218,207 @@ AI void gemv_groups(int kind, int dt, const struct opreg__gemv_args *a, int64_t 
         gemv_rows(kind, dt, a, j, 1);
 }
 
-static void gemv_linear_range(const void *args, int64_t c0, int64_t c1) {
-    const struct opreg__gemv_args *a = args;
-    switch (a->dt) {
-    case OPREG_DTYPE_F32:
-        gemv_groups(GEMV_LINEAR_LANES, OPREG_DTYPE_F32, a, c0, c1);
-        break;
-    case OPREG_DTYPE_BF16:
-        gemv_groups(GEMV_LINEAR_PAIRS, OPREG_DTYPE_BF16, a, c0, c1);
-        break;
-    default:
-        gemv_groups(GEMV_LINEAR_LANES, OPREG_DTYPE_F16, a, c0, c1);
-        break;
-    }
-}
-
 static void gemv_int8_range(const void *args, int64_t c0, int64_t c1) {
     gemv_groups(GEMV_INT8, OPREG_DTYPE_I8, args, c0, c1);
 }
 
 static void gemv_fp8_range(const void *args, int64_t c0, int64_t c1) {
     gemv_groups(GEMV_FP8, OPREG_DTYPE_F8_E4M3FN, args, c0, c1);
+}
+
+/* ---- more input rows than a tile: the weights from L1 ------------------ */
+
+/* Past one tile of input rows, the tiles above read each group's weight
+ * rows again, and every input row for every group, from L2: at 16 rows
+ * that traffic, not the arithmetic, sets the pace (f32 at a sixth of the
+ * FMA peak). The panel kernels take OPREG__GEMV_PANEL weight rows at a
+ * time and k in blocks of OPREG__GEMV_KB: a block of the weight rows is
+ * widened to f32 once into a buffer, the input rows' block comes from the
+ * copy gemv_pack made, and every tile runs over the two from L1. Each
+ * tile's sums wait in memory between blocks, so every lane adds its
+ * products in the order of gemv_lanes_tile, and f32 results are the same
+ * as there. Products are FMAs of widened values: exact for bf16, f16 and
+ * e4m3 operands, where VDPBF16PS would round each pair's addition. */
+
+/* The panel kernels fetch the weight rows' block GEMV_AHEAD blocks ahead
+ * of the one they multiply into L2, a row's lines before each tile, so
+ * that the loads of the weights overlap the arithmetic. Measured on f32 at
+ * M = 16, N = 14336, K = 4096: 12.0 ms against 16.7 without, where the
+ * widening pass waited on every load; into L1 instead made no difference. */
+#define GEMV_AHEAD 2
+
+/* The input rows as f32 for the panel kernels: block b of k, row i at
+ * dst + (b * m + i) * OPREG__GEMV_KB, zeros past k. */
+static void gemv_pack(const struct opreg__gemv_args *a, float *dst) {
+    size_t es = gemv_es(a->dt);
+    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB)
+        for (int64_t i = 0; i < a->m; i++) {
+            const char *src = (const char *)a->in + (size_t)(i * a->in_stride + p0) * es;
+            int64_t kb = a->k - p0;
+            for (int64_t q = 0; q < OPREG__GEMV_KB; q += VW, dst += VW) {
+                vf v = kb - q >= VW ? gemv_load(a->dt, src + (size_t)q * es)
+                       : kb > q     ? gemv_load_n(a->dt, src + (size_t)q * es, kb - q)
+                                    : vzero();
+                vstore(OPREG_DTYPE_F32, dst, v);
+            }
+        }
+}
+
+/* One tile over one block: input rows at x and weight rows at w (each
+ * OPREG__GEMV_KB floats apart), kv values of each, the sums of input row
+ * i and weight row r kept at acc + (i * OPREG__GEMV_PANEL + r) * VW. */
+AI void gemv_panel_tile(const float *x, const float *w, float *acc, int64_t kv, int mt, int nr) {
+    vf s[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            s[i][r] = vload(OPREG_DTYPE_F32, acc + (i * OPREG__GEMV_PANEL + r) * VW);
+    for (int64_t q = 0; q < kv; q += VW) {
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            wv[r] = vload(OPREG_DTYPE_F32, w + r * OPREG__GEMV_KB + q);
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            vf xv = vload(OPREG_DTYPE_F32, x + i * OPREG__GEMV_KB + q);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                s[i][r] = vfma(xv, wv[r], s[i][r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            vstore(OPREG_DTYPE_F32, acc + (i * OPREG__GEMV_PANEL + r) * VW, s[i][r]);
+}
+
+/* Into L2, the lines of [p, p + bytes). */
+AI void gemv_prefetch(const char *p, int64_t bytes) {
+    for (int64_t q = 0; q < bytes; q += 64)
+        _mm_prefetch(p + q, _MM_HINT_T1);
+}
+
+/* Every input row of one block against @p nr weight rows. */
+AI void gemv_panel_rows(const float *x, const float *w, float *acc, int64_t m, int64_t kv, int nr,
+                        const char *pf, size_t ws, int64_t pfb) {
+    int64_t i = 0;
+    int t = 0;
+    for (; i + VGEMV_ROWS <= m; i += VGEMV_ROWS, t++) {
+        if (pf && t < nr) gemv_prefetch(pf + t * ws, pfb);
+        gemv_panel_tile(x + i * OPREG__GEMV_KB, w, acc + i * OPREG__GEMV_PANEL * VW, kv, VGEMV_ROWS,
+                        nr);
+    }
+    if (pf)
+        for (; t < nr; t++)
+            gemv_prefetch(pf + t * ws, pfb);
+    x += i * OPREG__GEMV_KB;
+    acc += i * OPREG__GEMV_PANEL * VW;
+    switch (m - i) {
+    case 3:
+        gemv_panel_tile(x, w, acc, kv, 3, nr);
+        break;
+    case 2:
+        gemv_panel_tile(x, w, acc, kv, 2, nr);
+        break;
+    case 1:
+        gemv_panel_tile(x, w, acc, kv, 1, nr);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Weight rows [j0, j0 + nc), nc <= OPREG__GEMV_PANEL, against every input
+ * row: block by block, then the sums out. @p wb holds a block of the
+ * widened rows, @p acc the sums. */
+AI void gemv_panel(int dt, int scaled, const struct opreg__gemv_args *a, float *wb, float *acc,
+                   int64_t j0, int nc) {
+    size_t es = gemv_es(dt), ws = (size_t)a->w_stride * es;
+    const char *w = (const char *)a->w + (size_t)j0 * ws;
+    const float *x = a->packed;
+    int64_t m = a->m;
+    for (int64_t e = 0; e < m * OPREG__GEMV_PANEL * VW; e += VW)
+        vstore(OPREG_DTYPE_F32, acc + e, vzero());
+    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB, x += m * OPREG__GEMV_KB) {
+        int64_t kb = a->k - p0 < OPREG__GEMV_KB ? a->k - p0 : OPREG__GEMV_KB;
+        int64_t kv = (kb + VW - 1) / VW * VW;
+        int c = 0;
+        for (int r = 0; r < nc; r++) {
+            const char *src = w + r * ws + (size_t)p0 * es;
+            for (int64_t q = 0; q < kv; q += VW)
+                vstore(OPREG_DTYPE_F32, wb + r * OPREG__GEMV_KB + q,
+                       kb - q >= VW ? gemv_load(dt, src + (size_t)q * es)
+                                    : gemv_load_n(dt, src + (size_t)q * es, kb - q));
+        }
+        int64_t pa = p0 + GEMV_AHEAD * OPREG__GEMV_KB;
+        int64_t pfb =
+            pa < a->k ? (a->k - pa < OPREG__GEMV_KB ? a->k - pa : OPREG__GEMV_KB) * (int64_t)es : 0;
+        const char *pf = pfb ? w + (size_t)pa * es : NULL;
+        for (; c + OPREG__GEMV_COLS <= nc; c += OPREG__GEMV_COLS)
+            gemv_panel_rows(x, wb + c * OPREG__GEMV_KB, acc + c * VW, m, kv, OPREG__GEMV_COLS,
+                            pf ? pf + c * ws : NULL, ws, pfb);
+        for (; c < nc; c++)
+            gemv_panel_rows(x, wb + c * OPREG__GEMV_KB, acc + c * VW, m, kv, 1,
+                            pf ? pf + c * ws : NULL, ws, pfb);
+    }
+    for (int64_t i = 0; i < m; i++)
+        for (int r = 0; r < nc; r++) {
+            float sum = vhsum(vload(OPREG_DTYPE_F32, acc + (i * OPREG__GEMV_PANEL + r) * VW));
+            if (scaled)
+                opreg__gemv_scaled_out(a, i, j0 + r, sum);
+            else
+                opreg__gemv_linear_out(dt, a, i, j0 + r, sum);
+        }
+}
+
+/* Column groups [c0, c1) a panel at a time; without memory for the
+ * buffers, the tiles above. */
+AI void gemv_panels(int kind, int dt, const struct opreg__gemv_args *a, int64_t c0, int64_t c1) {
+    int64_t j = c0 * OPREG__GEMV_COLS, end = c1 * OPREG__GEMV_COLS;
+    size_t wbn = (size_t)OPREG__GEMV_PANEL * OPREG__GEMV_KB,
+           accn = (size_t)a->m * OPREG__GEMV_PANEL * VW;
+    float *wb = aligned_alloc(64, (wbn + accn) * sizeof(float));
+    if (!wb) {
+        gemv_groups(kind, dt, a, c0, c1);
+        return;
+    }
+    if (end > a->n) end = a->n;
+    for (; j < end; j += OPREG__GEMV_PANEL)
+        gemv_panel(dt, kind == GEMV_FP8, a, wb, wb + wbn, j,
+                   end - j < OPREG__GEMV_PANEL ? (int)(end - j) : OPREG__GEMV_PANEL);
+    free(wb);
+}
+
+/* linear over column groups [c0, c1): through the tiles, or the panels
+ * (@p panel), each with the call's dtype a constant. */
+AI void gemv_linear_cols(int panel, const struct opreg__gemv_args *a, int64_t c0, int64_t c1) {
+    switch (a->dt) {
+    case OPREG_DTYPE_F32:
+        panel ? gemv_panels(GEMV_LINEAR_LANES, OPREG_DTYPE_F32, a, c0, c1)
+              : gemv_groups(GEMV_LINEAR_LANES, OPREG_DTYPE_F32, a, c0, c1);
+        break;
+    case OPREG_DTYPE_BF16:
+        panel ? gemv_panels(GEMV_LINEAR_PAIRS, OPREG_DTYPE_BF16, a, c0, c1)
+              : gemv_groups(GEMV_LINEAR_PAIRS, OPREG_DTYPE_BF16, a, c0, c1);
+        break;
+    default:
+        panel ? gemv_panels(GEMV_LINEAR_LANES, OPREG_DTYPE_F16, a, c0, c1)
+              : gemv_groups(GEMV_LINEAR_LANES, OPREG_DTYPE_F16, a, c0, c1);
+        break;
+    }
+}
+
+static void gemv_linear_range(const void *args, int64_t c0, int64_t c1) {
+    gemv_linear_cols(0, args, c0, c1);
+}
+
+static void gemv_panel_linear_range(const void *args, int64_t c0, int64_t c1) {
+    gemv_linear_cols(1, args, c0, c1);
+}
+
+static void gemv_panel_fp8_range(const void *args, int64_t c0, int64_t c1) {
+    gemv_panels(GEMV_FP8, OPREG_DTYPE_F8_E4M3FN, args, c0, c1);
 }
 
 #ifdef OPREG__SIMD_BF16
@@ -349,6 +531,166 @@ static void gemv_int8_u8_range(const void *args, int64_t c0, int64_t c1) {
         gemv_u8_rows(a, j, 1);
 }
 
+/* int8 past one tile of input rows: the panel scheme above with VPDPBUSD.
+ * The input rows come packed as x + 128 (uint8) in blocks of
+ * OPREG__GEMV_KB8 values of k (gemv_pack_u8); each block of the weight
+ * rows is copied to a buffer as it is read, and its column sums are taken
+ * in the same pass for the correction of gemv_u8_tile. int32 sums in
+ * memory between blocks, exact as there. */
+static void gemv_pack_u8(const struct opreg__gemv_args *a, uint8_t *dst) {
+    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB8)
+        for (int64_t i = 0; i < a->m; i++, dst += OPREG__GEMV_KB8) {
+            const uint8_t *src = (const uint8_t *)a->in + i * a->in_stride + p0;
+            int64_t kb = a->k - p0 < OPREG__GEMV_KB8 ? a->k - p0 : OPREG__GEMV_KB8;
+            for (int64_t q = 0; q < OPREG__GEMV_KB8; q += 64) {
+                int64_t n = kb - q < 0 ? 0 : kb - q > 64 ? 64 : kb - q;
+                __mmask64 live = n == 64 ? ~(__mmask64)0 : (__mmask64)((1ull << n) - 1u);
+                /* x ^ 0x80 where live, 0 past k (whose products are 0: the weights there are 0) */
+                __m512i v = _mm512_maskz_loadu_epi8(live, src + q);
+                _mm512_storeu_si512(
+                    dst + q,
+                    _mm512_xor_si512(v, _mm512_maskz_mov_epi8(live, _mm512_set1_epi8(-128))));
+            }
+        }
+}
+
+/* The sums of the lanes of v[0..15] in lanes 0..15 (the int32 lanes wrap,
+ * as the sums they stand for do): a transpose in four rounds of adds. */
+AI __m512i gemv_hsum16(const __m512i *v) {
+    __m512i s[8], u[4], w[2];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++)
+        s[j] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * j], v[2 * j + 1]),
+                                _mm512_unpackhi_epi32(v[2 * j], v[2 * j + 1]));
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+        u[j] = _mm512_add_epi32(_mm512_unpacklo_epi64(s[2 * j], s[2 * j + 1]),
+                                _mm512_unpackhi_epi64(s[2 * j], s[2 * j + 1]));
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; j++)
+        w[j] = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2 * j], u[2 * j + 1], 0x88),
+                                _mm512_shuffle_i32x4(u[2 * j], u[2 * j + 1], 0xDD));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(w[0], w[1], 0x88),
+                            _mm512_shuffle_i32x4(w[0], w[1], 0xDD));
+}
+
+AI void gemv_u8_panel_tile(const uint8_t *x, const int8_t *w, __m512i *acc, int64_t kv, int mt,
+                           int nr) {
+    __m512i s[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            s[i][r] = _mm512_load_si512(acc + i * OPREG__GEMV_PANEL + r);
+    for (int64_t q = 0; q < kv; q += 64) {
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            wv[r] = _mm512_load_si512(w + r * OPREG__GEMV_KB8 + q);
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            __m512i xv = _mm512_load_si512(x + i * OPREG__GEMV_KB8 + q);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                s[i][r] = _mm512_dpbusd_epi32(s[i][r], xv, wv[r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            _mm512_store_si512(acc + i * OPREG__GEMV_PANEL + r, s[i][r]);
+}
+
+AI void gemv_u8_panel_rows(const uint8_t *x, const int8_t *w, __m512i *acc, int64_t m, int64_t kv,
+                           int nr, const char *pf, size_t ws, int64_t pfb) {
+    int64_t i = 0;
+    int t = 0;
+    for (; i + VGEMV_ROWS <= m; i += VGEMV_ROWS, t++) {
+        if (pf && t < nr) gemv_prefetch(pf + t * ws, pfb);
+        gemv_u8_panel_tile(x + i * OPREG__GEMV_KB8, w, acc + i * OPREG__GEMV_PANEL, kv, VGEMV_ROWS,
+                           nr);
+    }
+    if (pf)
+        for (; t < nr; t++)
+            gemv_prefetch(pf + t * ws, pfb);
+    x += i * OPREG__GEMV_KB8;
+    acc += i * OPREG__GEMV_PANEL;
+    switch (m - i) {
+    case 3:
+        gemv_u8_panel_tile(x, w, acc, kv, 3, nr);
+        break;
+    case 2:
+        gemv_u8_panel_tile(x, w, acc, kv, 2, nr);
+        break;
+    case 1:
+        gemv_u8_panel_tile(x, w, acc, kv, 1, nr);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Weight rows [j0, j0 + nc) against every input row. @p wb holds a block
+ * of the weight rows, @p acc the sums (64-byte aligned). */
+AI void gemv_u8_panel(const struct opreg__gemv_args *a, int8_t *wb, __m512i *acc, int64_t j0,
+                      int nc) {
+    const int8_t *w = (const int8_t *)a->w + j0 * a->w_stride;
+    const uint8_t *x = a->packed;
+    size_t ws = (size_t)a->w_stride;
+    int64_t m = a->m;
+    const __m512i ones = _mm512_set1_epi8(1);
+    __m512i cs[OPREG__GEMV_PANEL];
+    for (int r = 0; r < OPREG__GEMV_PANEL; r++)
+        cs[r] = _mm512_setzero_si512();
+    for (int64_t e = 0; e < m * OPREG__GEMV_PANEL; e++)
+        acc[e] = _mm512_setzero_si512();
+    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB8, x += m * OPREG__GEMV_KB8) {
+        int64_t kb = a->k - p0 < OPREG__GEMV_KB8 ? a->k - p0 : OPREG__GEMV_KB8;
+        int64_t kv = (kb + 63) / 64 * 64, pa = p0 + GEMV_AHEAD * OPREG__GEMV_KB8;
+        int64_t pfb = pa < a->k ? (a->k - pa < OPREG__GEMV_KB8 ? a->k - pa : OPREG__GEMV_KB8) : 0;
+        const char *pf = pfb ? (const char *)(w + pa) : NULL;
+        int c = 0;
+        for (int r = 0; r < nc; r++)
+            for (int64_t q = 0; q < kv; q += 64) {
+                __mmask64 live =
+                    kb - q >= 64 ? ~(__mmask64)0 : (__mmask64)((1ull << (kb - q)) - 1u);
+                __m512i v = _mm512_maskz_loadu_epi8(live, w + r * ws + p0 + q);
+                cs[r] = _mm512_dpbusd_epi32(cs[r], ones, v);
+                _mm512_store_si512(wb + r * OPREG__GEMV_KB8 + q, v);
+            }
+        for (; c + OPREG__GEMV_COLS <= nc; c += OPREG__GEMV_COLS)
+            gemv_u8_panel_rows(x, wb + c * OPREG__GEMV_KB8, acc + c, m, kv, OPREG__GEMV_COLS,
+                               pf ? pf + c * ws : NULL, ws, pfb);
+        for (; c < nc; c++)
+            gemv_u8_panel_rows(x, wb + c * OPREG__GEMV_KB8, acc + c, m, kv, 1,
+                               pf ? pf + c * ws : NULL, ws, pfb);
+    }
+    __m512i corr = _mm512_slli_epi32(gemv_hsum16(cs), 7);
+    for (int64_t i = 0; i < m; i++) {
+        int32_t d[OPREG__GEMV_PANEL];
+        _mm512_storeu_si512(d, _mm512_sub_epi32(gemv_hsum16(acc + i * OPREG__GEMV_PANEL), corr));
+        for (int r = 0; r < nc; r++)
+            opreg__gemv_scaled_out(a, i, j0 + r, (float)d[r]);
+    }
+}
+
+static void gemv_panel_int8_range(const void *args, int64_t c0, int64_t c1) {
+    const struct opreg__gemv_args *a = args;
+    int64_t j = c0 * OPREG__GEMV_COLS, end = c1 * OPREG__GEMV_COLS;
+    size_t wbn = (size_t)OPREG__GEMV_PANEL * OPREG__GEMV_KB8,
+           accn = (size_t)a->m * OPREG__GEMV_PANEL;
+    int8_t *wb = aligned_alloc(64, wbn + accn * sizeof(__m512i));
+    if (!wb) {
+        gemv_groups(GEMV_INT8, OPREG_DTYPE_I8, a, c0, c1);
+        return;
+    }
+    if (end > a->n) end = a->n;
+    for (; j < end; j += OPREG__GEMV_PANEL)
+        gemv_u8_panel(a, wb, (__m512i *)(void *)(wb + wbn), j,
+                      end - j < OPREG__GEMV_PANEL ? (int)(end - j) : OPREG__GEMV_PANEL);
+    free(wb);
+}
+
 /* 32 e4m3fn codes as 32 bf16 values, exactly: the magnitude (7 bits)
  * through the 128-entry table t (4 vectors, two VPERMT2W of 64 entries
  * each and a blend on bit 6), and the sign moved from bit 7 to bit 15. */
@@ -362,12 +704,10 @@ AI __m512i e4m3_to_bf16(__m256i codes, const __m512i *t) {
                                      0xF8);
 }
 
-/* 32 values of k of weight row r from p: widened from e4m3 as they stream
- * (@p wide 0; the first @p n only when n < 32), or read from the rows that
- * gemv_e4m3_widen put in @p wb (@p wide 1), kp values apart. */
-AI vf gemv_e4m3_w(const struct opreg__gemv_args *a, const __m512i *t, const uint16_t *wb,
-                  int64_t kp, int wide, const uint8_t *w, int r, int64_t p, int64_t n) {
-    if (wide) return _mm512_loadu_ps(wb + r * kp + p);
+/* 32 values of k of weight row r from p, widened from e4m3 (the first @p n
+ * only when n < 32). */
+AI vf gemv_e4m3_w(const struct opreg__gemv_args *a, const __m512i *t, const uint8_t *w, int r,
+                  int64_t p, int64_t n) {
     const uint8_t *q = w + r * a->w_stride + p;
     __m256i codes = n < 32 ? _mm256_maskz_loadu_epi8((__mmask32)((1u << n) - 1u), q)
                            : _mm256_loadu_si256((const __m256i *)q);
@@ -375,12 +715,10 @@ AI vf gemv_e4m3_w(const struct opreg__gemv_args *a, const __m512i *t, const uint
 }
 
 /* fp8 with VDPBF16PS: the input rows come packed as bf16, the weights are
- * widened as they stream, or read already widened (@p wide, a constant at
- * each call, so the inlined tile has one form or the other), 32 values of
- * k a step. Exact products (e4m3 values are bf16 values), the additions
- * rounded as vdot_bf16x2 says. */
-AI void gemv_e4m3_tile(const struct opreg__gemv_args *a, const __m512i *t, const uint16_t *wb,
-                       int64_t kp, int wide, int64_t i0, int mt, int64_t j0, int nr) {
+ * widened as they stream, 32 values of k a step. Exact products (e4m3
+ * values are bf16 values), the additions rounded as vdot_bf16x2 says. */
+AI void gemv_e4m3_tile(const struct opreg__gemv_args *a, const __m512i *t, int64_t i0, int mt,
+                       int64_t j0, int nr) {
     const uint16_t *x = (const uint16_t *)a->packed + i0 * a->k;
     const uint8_t *w = (const uint8_t *)a->w + j0 * a->w_stride;
     int64_t k = a->k, p = 0;
@@ -393,7 +731,7 @@ AI void gemv_e4m3_tile(const struct opreg__gemv_args *a, const __m512i *t, const
     for (; p + 32 <= k; p += 32) {
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++)
-            wv[r] = gemv_e4m3_w(a, t, wb, kp, wide, w, r, p, 32);
+            wv[r] = gemv_e4m3_w(a, t, w, r, p, 32);
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++) {
             vf xv = _mm512_loadu_ps(x + i * k + p);
@@ -406,7 +744,7 @@ AI void gemv_e4m3_tile(const struct opreg__gemv_args *a, const __m512i *t, const
         __mmask32 tail = (__mmask32)((1u << (k - p)) - 1u);
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++)
-            wv[r] = gemv_e4m3_w(a, t, wb, kp, wide, w, r, p, k - p);
+            wv[r] = gemv_e4m3_w(a, t, w, r, p, k - p);
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++) {
             vf xv = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(tail, x + i * k + p));
@@ -422,47 +760,25 @@ AI void gemv_e4m3_tile(const struct opreg__gemv_args *a, const __m512i *t, const
             opreg__gemv_scaled_out(a, i0 + i, j0 + r, vhsum(acc[i][r]));
 }
 
-/* Widen @p nr weight rows from column j0 into @p wb (rows kp apart, the
- * tail of each past k zero), once. */
-AI void gemv_e4m3_widen(const struct opreg__gemv_args *a, const __m512i *t, uint16_t *wb,
-                        int64_t kp, int64_t j0, int nr) {
-    const uint8_t *w = (const uint8_t *)a->w + j0 * a->w_stride;
-    for (int r = 0; r < nr; r++)
-        for (int64_t p = 0; p < a->k; p += 32)
-            _mm512_storeu_ps(wb + r * kp + p, gemv_e4m3_w(a, t, NULL, 0, 0, w, r, p, a->k - p));
-}
-
-/* Every input row, a tile at a time, against @p nr weight rows. */
-AI void gemv_e4m3_tiles(const struct opreg__gemv_args *a, const __m512i *t, const uint16_t *wb,
-                        int64_t kp, int wide, int64_t j0, int nr) {
+/* Every input row, a tile at a time, against @p nr weight rows (more rows
+ * than a tile take the panel kernels, unless their buffers could not be
+ * had). */
+AI void gemv_e4m3_rows(const struct opreg__gemv_args *a, const __m512i *t, int64_t j0, int nr) {
     int64_t i = 0;
     for (; i + VGEMV_ROWS <= a->m; i += VGEMV_ROWS)
-        gemv_e4m3_tile(a, t, wb, kp, wide, i, VGEMV_ROWS, j0, nr);
+        gemv_e4m3_tile(a, t, i, VGEMV_ROWS, j0, nr);
     switch (a->m - i) {
     case 3:
-        gemv_e4m3_tile(a, t, wb, kp, wide, i, 3, j0, nr);
+        gemv_e4m3_tile(a, t, i, 3, j0, nr);
         break;
     case 2:
-        gemv_e4m3_tile(a, t, wb, kp, wide, i, 2, j0, nr);
+        gemv_e4m3_tile(a, t, i, 2, j0, nr);
         break;
     case 1:
-        gemv_e4m3_tile(a, t, wb, kp, wide, i, 1, j0, nr);
+        gemv_e4m3_tile(a, t, i, 1, j0, nr);
         break;
     default:
         break;
-    }
-}
-
-/* With more input rows than one tile holds and a buffer @p wb, the weight
- * rows are widened once into it and every tile reads them from there (from
- * L1 or L2), instead of each tile widening them again. */
-AI void gemv_e4m3_rows(const struct opreg__gemv_args *a, const __m512i *t, uint16_t *wb, int64_t kp,
-                       int64_t j0, int nr) {
-    if (wb && a->m > VGEMV_ROWS) {
-        gemv_e4m3_widen(a, t, wb, kp, j0, nr);
-        gemv_e4m3_tiles(a, t, wb, kp, 1, j0, nr);
-    } else {
-        gemv_e4m3_tiles(a, t, NULL, 0, 0, j0, nr);
     }
 }
 
@@ -470,18 +786,13 @@ static void gemv_fp8_bf16_range(const void *args, int64_t c0, int64_t c1) {
     const struct opreg__gemv_args *a = args;
     __m512i t[4];
     int64_t j = c0 * OPREG__GEMV_COLS, end = c1 * OPREG__GEMV_COLS;
-    int64_t kp = (a->k + 31) / 32 * 32;
-    /* the widened weight rows of one group of columns: 4 x 8 KiB at k = 4096
-     * (without the buffer, when it cannot be had, each tile widens them) */
-    uint16_t *wb = a->m > VGEMV_ROWS ? malloc((size_t)(OPREG__GEMV_COLS * kp) * 2) : NULL;
     for (int q = 0; q < 4; q++)
         t[q] = _mm512_loadu_si512(opreg__e4m3_bf16 + 32 * q);
     if (end > a->n) end = a->n;
     for (; j + OPREG__GEMV_COLS <= end; j += OPREG__GEMV_COLS)
-        gemv_e4m3_rows(a, t, wb, kp, j, OPREG__GEMV_COLS);
+        gemv_e4m3_rows(a, t, j, OPREG__GEMV_COLS);
     for (; j < end; j++)
-        gemv_e4m3_rows(a, t, wb, kp, j, 1);
-    free(wb);
+        gemv_e4m3_rows(a, t, j, 1);
 }
 #endif
 

@@ -89,11 +89,16 @@ struct opreg__gemv_args {
     int per_token, per_channel;
     /* The input rows converted once per call for the packed kernels
      * (gemv_int8_u8: int8 + 128 as uint8; gemv_fp8_bf16: bf16 bits), m rows
-     * of k elements, dense. */
+     * of k elements, dense; for the panel kernels, f32 in blocks of k
+     * (gemv_pack in gemv_simd.h). */
     const void *packed;
 };
 
 #define OPREG__GEMV_COLS 4
+/* The panel kernels: weight rows widened together, and values of k a block. */
+#define OPREG__GEMV_PANEL (4 * OPREG__GEMV_COLS)
+#define OPREG__GEMV_KB    128
+#define OPREG__GEMV_KB8   512 /* int8 values of k a block */
 
 /* The bf16 bits of the e4m3fn magnitudes 0..127 (all exact in bf16, code
  * 0x7F a NaN); a code's sign, bit 7, is the bf16's bit 15. */
@@ -151,6 +156,15 @@ struct opreg__cpu_simd {
     /* NULL unless the path has them: gemv_int8 and gemv_fp8 on the input
      * rows in opreg__gemv_args.packed (AVX512-VNNI VPDPBUSD, and VDPBF16PS). */
     opreg__cpu_range_fn gemv_int8_u8, gemv_fp8_bf16;
+    /* More input rows than gemv_tile_rows: the panel kernels, linear and
+     * fp8 cutlass_scaled_mm on the rows that gemv_pack converted. */
+    opreg__cpu_range_fn gemv_panel_linear, gemv_panel_fp8;
+    void (*gemv_pack)(const struct opreg__gemv_args *a, float *dst);
+    int gemv_tile_rows;
+    /* NULL unless the path has VPDPBUSD: int8 past gemv_tile_rows, on the
+     * rows that gemv_pack_u8 converted (blocks of OPREG__GEMV_KB8). */
+    opreg__cpu_range_fn gemv_panel_int8;
+    void (*gemv_pack_u8)(const struct opreg__gemv_args *a, uint8_t *dst);
     /* NULL when the call's sizes do not suit the path: see attention.c. */
     opreg__cpu_range_fn attention;
 };

@@ -35,6 +35,10 @@ const struct opreg__cpu_simd opreg__cpu_simd_avx512 = {
     .gemv_linear = gemv_linear_range,
     .gemv_int8 = gemv_int8_range,
     .gemv_fp8 = gemv_fp8_range,
+    .gemv_panel_linear = gemv_panel_linear_range,
+    .gemv_panel_fp8 = gemv_panel_fp8_range,
+    .gemv_pack = gemv_pack,
+    .gemv_tile_rows = VGEMV_ROWS,
     .attention = attention_range,
 };
 

@@ -37,8 +37,14 @@ const struct opreg__cpu_simd opreg__cpu_simd_avx512bf16 = {
     .gemv_linear = gemv_linear_range,
     .gemv_int8 = gemv_int8_range,
     .gemv_fp8 = gemv_fp8_range,
+    .gemv_panel_linear = gemv_panel_linear_range,
+    .gemv_panel_fp8 = gemv_panel_fp8_range,
+    .gemv_pack = gemv_pack,
+    .gemv_tile_rows = VGEMV_ROWS,
     .gemv_int8_u8 = gemv_int8_u8_range,
     .gemv_fp8_bf16 = gemv_fp8_bf16_range,
+    .gemv_panel_int8 = gemv_panel_int8_range,
+    .gemv_pack_u8 = gemv_pack_u8,
     .attention = attention_range,
 };
 
