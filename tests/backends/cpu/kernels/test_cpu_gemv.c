@@ -2,18 +2,22 @@
  * double references: linear in f32, f16 and bf16, cutlass_scaled_mm in
  * int8 and fp8 e4m3fn with every scale layout, with and without bias, for
  * M = 1..16 and sizes that miss the vector widths (K = 1, odd K, K and N
- * not multiples of the lanes) or are large enough to be split over
- * threads. The kernels sum in f32 (int32 for int8), in another order than
- * the reference: each element may differ by kt_rtol of T relative to its
- * magnitude plus the sum of the magnitudes of its products. */
+ * not multiples of the lanes, the panels' blocks) or are large enough to
+ * be split over threads. The kernels sum in f32 (int32 for int8), in
+ * another order than the reference: each element may differ by kt_rtol of
+ * T relative to its magnitude plus the sum of the magnitudes of its
+ * products. */
 #include "kern_test.h"
 
 struct nk {
     int64_t n, k;
 };
+/* The last four: the panel kernels' edges, a block of k (128 values, 512
+ * for int8) and one more, a panel of 16 weight rows and two more. */
 static const struct nk sizes[] = {
-    { 1, 1 },  { 5, 1 },   { 3, 2 },  { 7, 3 },  { 4, 16 }, { 9, 17 },   { 13, 31 },
-    { 4, 32 }, { 17, 33 }, { 6, 63 }, { 8, 64 }, { 3, 65 }, { 33, 257 }, { 2, 0 },
+    { 1, 1 },    { 5, 1 },  { 3, 2 },    { 7, 3 },   { 4, 16 },  { 9, 17 },
+    { 13, 31 },  { 4, 32 }, { 17, 33 },  { 6, 63 },  { 8, 64 },  { 3, 65 },
+    { 33, 257 }, { 2, 0 },  { 18, 128 }, { 5, 129 }, { 3, 512 }, { 2, 513 },
 };
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 /* Large enough to be spread over threads (and N odd). */
