@@ -168,6 +168,12 @@ static PyObject *str_cdata;
 
 /* Open the accessors in the libtorch that this process has loaded, and
  * check that a torch.Tensor object has room for the handle. */
+/* The interned "_cdata", made once and kept for the process. */
+static bool intern_cdata(void) {
+    if (!str_cdata) str_cdata = PyUnicode_InternFromString("_cdata");
+    return str_cdata != NULL;
+}
+
 static bool set_up(PyObject *type) {
     if (switched_off) return false;
     /* PyPI's wheels split libtorch_cpu out; a build of libtorch as one
@@ -178,12 +184,12 @@ static bool set_up(PyObject *type) {
         if (lib && opreg__py_torch_open(lib) != NULL) dlclose(lib);
     }
     if (!opreg__py_torch.open) return false;
-    str_cdata = PyUnicode_InternFromString("_cdata");
+    if (!intern_cdata()) return false;
     PyObject *size = PyObject_GetAttrString(type, "__basicsize__");
     long basic = size && PyLong_Check(size) ? PyLong_AsLong(size) : -1;
     Py_XDECREF(size);
     PyErr_Clear();
-    return str_cdata && basic >= (long)(sizeof(PyObject) + sizeof(void *));
+    return basic >= (long)(sizeof(PyObject) + sizeof(void *));
 }
 
 /* Whether @p impl is the TensorImpl address torch gives for @p obj
@@ -304,8 +310,7 @@ static bool set_up_layout(void) {
     if (!vtable) return false;
     plain_vtable = vtable + 2 * sizeof(void *);
     nkinds = 0;
-    str_cdata = PyUnicode_InternFromString("_cdata");
-    return str_cdata != NULL;
+    return intern_cdata();
 }
 
 int opreg__py_torch_fields(PyObject *obj, DLTensor *dl, int64_t *shape, int64_t *strides,
