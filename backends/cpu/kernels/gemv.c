@@ -63,22 +63,27 @@ static int64_t groups(int64_t n) {
     return (n + OPREG__GEMV_COLS - 1) / OPREG__GEMV_COLS;
 }
 
-/* For the panel kernels: the input rows converted by the path into f32
- * blocks of k, in memory the caller frees; NULL when the path has no panel
- * kernels, the rows fit one tile, or there is no memory (the tiles then
- * take the call). */
-static float *panel_rows(const struct opreg__cpu_simd *s, const struct opreg__gemv_args *a) {
-    if (!s || !s->gemv_pack || a->m <= s->gemv_tile_rows || a->k == 0) return NULL;
-    int64_t blocks = (a->k + OPREG__GEMV_KB - 1) / OPREG__GEMV_KB;
-    float *x = aligned_alloc(64, (size_t)(blocks * a->m * OPREG__GEMV_KB) * sizeof(float));
-    if (x) s->gemv_pack(a, x);
+/* For the panel kernels: the input rows converted by the path into blocks
+ * of k (f32; uint8 x + 128 for int8), in memory the caller frees; NULL
+ * when the path has no panel kernels for the dtype, the rows fit one tile,
+ * or there is no memory (the tiles then take the call). */
+static void *panel_rows(const struct opreg__cpu_simd *s, const struct opreg__gemv_args *a) {
+    bool u8 = a->dt == OPREG_DTYPE_I8;
+    if (!s || (u8 ? !s->gemv_panel_int8 : !s->gemv_pack) || a->m <= s->gemv_tile_rows || a->k == 0)
+        return NULL;
+    int64_t kb = u8 ? OPREG__GEMV_KB8 : OPREG__GEMV_KB, blocks = (a->k + kb - 1) / kb;
+    void *x = aligned_alloc(64, (size_t)(blocks * a->m * kb) * (u8 ? 1 : sizeof(float)));
+    if (x && u8)
+        s->gemv_pack_u8(a, x);
+    else if (x)
+        s->gemv_pack(a, x);
     return x;
 }
 
 /* The bytes that opreg__cpu_parallel sizes its tasks by: the weights, or a
  * quarter of them for the panel kernels, whose tasks should span a few
  * panels so that each reads the packed rows from L2 fewer times. */
-static int64_t task_bytes(int64_t weight_bytes, const void *panel) {
+static int64_t task_bytes(int64_t weight_bytes, bool panel) {
     return panel ? weight_bytes / 4 : weight_bytes;
 }
 
@@ -106,12 +111,12 @@ void opreg__cpu_gemv_linear(int isa, int dt, void *out, const void *in, const vo
     /* k = 0: the result is the bias or zeros, and the operands may have no
      * data to form addresses from; the portable loop reads none. */
     if (k == 0) s = NULL;
-    float *packed = panel_rows(s, &a);
+    void *packed = panel_rows(s, &a);
     a.packed = packed;
     opreg__cpu_parallel(packed ? s->gemv_panel_linear
                         : s    ? s->gemv_linear
                                : gemv_float_portable,
-                        &a, groups(n), task_bytes(n * k * (int64_t)elem_bytes(dt), packed));
+                        &a, groups(n), task_bytes(n * k * (int64_t)elem_bytes(dt), packed != NULL));
     free(packed);
 }
 
@@ -149,11 +154,9 @@ void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const voi
     /* The packed kernels take the input rows converted once here, a few
      * rows against the whole weight stream; without memory for them, the
      * path's other kernels. */
-    if (s && dt == OPREG_DTYPE_I8 && s->gemv_panel_int8 && m > s->gemv_tile_rows && k > 0 &&
-        (packed = aligned_alloc(
-             64, (size_t)((k + OPREG__GEMV_KB8 - 1) / OPREG__GEMV_KB8 * m * OPREG__GEMV_KB8)))) {
-        s->gemv_pack_u8(&a, packed);
-        fn = s->gemv_panel_int8;
+    bool panel = (packed = panel_rows(s, &a)) != NULL;
+    if (panel) {
+        fn = dt == OPREG_DTYPE_I8 ? s->gemv_panel_int8 : s->gemv_panel_fp8;
     } else if (s && dt == OPREG_DTYPE_I8 && s->gemv_int8_u8 &&
                (packed = malloc((size_t)(m * k) + 1))) {
         uint8_t *u = packed;
@@ -161,8 +164,6 @@ void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const voi
             for (int64_t p = 0; p < k; p++)
                 u[i * k + p] = (uint8_t)(((const uint8_t *)a_data)[i * a_stride + p] ^ 0x80u);
         fn = s->gemv_int8_u8;
-    } else if (dt == OPREG_DTYPE_F8_E4M3FN && (packed = panel_rows(s, &a))) {
-        fn = s->gemv_panel_fp8;
     } else if (s && dt == OPREG_DTYPE_F8_E4M3FN && s->gemv_fp8_bf16 &&
                (packed = malloc((size_t)(m * k) * 2 + 2))) {
         uint16_t *h = packed;
@@ -174,9 +175,6 @@ void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const voi
         fn = s->gemv_fp8_bf16;
     }
     a.packed = packed;
-    opreg__cpu_parallel(fn, &a, groups(n),
-                        task_bytes(n * k, s && (fn == s->gemv_panel_fp8 || fn == s->gemv_panel_int8)
-                                              ? packed
-                                              : NULL));
+    opreg__cpu_parallel(fn, &a, groups(n), task_bytes(n * k, panel));
     free(packed);
 }

@@ -299,34 +299,109 @@ AI void gemv_prefetch(const char *p, int64_t bytes) {
         _mm_prefetch(p + q, _MM_HINT_T1);
 }
 
-/* Every input row of one block against @p nr weight rows. */
-AI void gemv_panel_rows(const float *x, const float *w, float *acc, int64_t m, int64_t kv, int nr,
-                        const char *pf, size_t ws, int64_t pfb) {
+#ifdef OPREG__SIMD_BF16
+/* The int8 panel kernel's pieces (gemv_u8_panel below). The sums of the
+ * lanes of v[0..15] in lanes 0..15 (the int32 lanes wrap, as the sums they
+ * stand for do): a transpose in four rounds of adds. */
+AI __m512i gemv_hsum16(const __m512i *v) {
+    __m512i s[8], u[4], w[2];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++)
+        s[j] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * j], v[2 * j + 1]),
+                                _mm512_unpackhi_epi32(v[2 * j], v[2 * j + 1]));
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+        u[j] = _mm512_add_epi32(_mm512_unpacklo_epi64(s[2 * j], s[2 * j + 1]),
+                                _mm512_unpackhi_epi64(s[2 * j], s[2 * j + 1]));
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; j++)
+        w[j] = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2 * j], u[2 * j + 1], 0x88),
+                                _mm512_shuffle_i32x4(u[2 * j], u[2 * j + 1], 0xDD));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(w[0], w[1], 0x88),
+                            _mm512_shuffle_i32x4(w[0], w[1], 0xDD));
+}
+
+AI void gemv_u8_panel_tile(const uint8_t *x, const int8_t *w, __m512i *acc, int64_t kv, int mt,
+                           int nr) {
+    __m512i s[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            s[i][r] = _mm512_load_si512(acc + i * OPREG__GEMV_PANEL + r);
+    for (int64_t q = 0; q < kv; q += 64) {
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            wv[r] = _mm512_load_si512(w + r * OPREG__GEMV_KB8 + q);
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            __m512i xv = _mm512_load_si512(x + i * OPREG__GEMV_KB8 + q);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                s[i][r] = _mm512_dpbusd_epi32(s[i][r], xv, wv[r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            _mm512_store_si512(acc + i * OPREG__GEMV_PANEL + r, s[i][r]);
+}
+
+#endif
+
+/* One tile of the panel kernels at input row i: f32 (gemv_panel_tile), or
+ * with @p u8 the int8 one (gemv_u8_panel_tile, on AVX512-VNNI only). */
+AI void gemv_any_panel_tile(int u8, const void *x, const void *w, void *acc, int64_t i, int64_t kv,
+                            int mt, int nr) {
+#ifdef OPREG__SIMD_BF16
+    if (u8) {
+        gemv_u8_panel_tile((const uint8_t *)x + i * OPREG__GEMV_KB8, w,
+                           (__m512i *)acc + i * OPREG__GEMV_PANEL, kv, mt, nr);
+        return;
+    }
+#else
+    (void)u8;
+#endif
+    gemv_panel_tile((const float *)x + i * OPREG__GEMV_KB, w,
+                    (float *)acc + i * OPREG__GEMV_PANEL * VW, kv, mt, nr);
+}
+
+/* Every input row of one block against @p nr weight rows, the weights of
+ * a later block (@p pfb bytes of each row from @p pf, rows @p ws apart;
+ * none when pf is NULL) fetched a row before each tile. */
+AI void gemv_panel_rows(int u8, const void *x, const void *w, void *acc, int64_t m, int64_t kv,
+                        int nr, const char *pf, size_t ws, int64_t pfb) {
     int64_t i = 0;
     int t = 0;
     for (; i + VGEMV_ROWS <= m; i += VGEMV_ROWS, t++) {
         if (pf && t < nr) gemv_prefetch(pf + t * ws, pfb);
-        gemv_panel_tile(x + i * OPREG__GEMV_KB, w, acc + i * OPREG__GEMV_PANEL * VW, kv, VGEMV_ROWS,
-                        nr);
+        gemv_any_panel_tile(u8, x, w, acc, i, kv, VGEMV_ROWS, nr);
     }
     if (pf)
         for (; t < nr; t++)
             gemv_prefetch(pf + t * ws, pfb);
-    x += i * OPREG__GEMV_KB;
-    acc += i * OPREG__GEMV_PANEL * VW;
     switch (m - i) {
     case 3:
-        gemv_panel_tile(x, w, acc, kv, 3, nr);
+        gemv_any_panel_tile(u8, x, w, acc, i, kv, 3, nr);
         break;
     case 2:
-        gemv_panel_tile(x, w, acc, kv, 2, nr);
+        gemv_any_panel_tile(u8, x, w, acc, i, kv, 2, nr);
         break;
     case 1:
-        gemv_panel_tile(x, w, acc, kv, 1, nr);
+        gemv_any_panel_tile(u8, x, w, acc, i, kv, 1, nr);
         break;
     default:
         break;
     }
+}
+
+/* Where the panel kernels fetch ahead: the bytes of each weight row in
+ * the block GEMV_AHEAD blocks (of @p kblk values of @p es bytes) after the
+ * one at p0, 0 past k; *at: that block's first value. */
+AI int64_t gemv_ahead(int64_t k, int64_t p0, int64_t kblk, size_t es, int64_t *at) {
+    *at = p0 + GEMV_AHEAD * kblk;
+    return *at < k ? (k - *at < kblk ? k - *at : kblk) * (int64_t)es : 0;
 }
 
 /* Weight rows [j0, j0 + nc), nc <= OPREG__GEMV_PANEL, against every input
@@ -351,15 +426,13 @@ AI void gemv_panel(int dt, int scaled, const struct opreg__gemv_args *a, float *
                        kb - q >= VW ? gemv_load(dt, src + (size_t)q * es)
                                     : gemv_load_n(dt, src + (size_t)q * es, kb - q));
         }
-        int64_t pa = p0 + GEMV_AHEAD * OPREG__GEMV_KB;
-        int64_t pfb =
-            pa < a->k ? (a->k - pa < OPREG__GEMV_KB ? a->k - pa : OPREG__GEMV_KB) * (int64_t)es : 0;
+        int64_t pa, pfb = gemv_ahead(a->k, p0, OPREG__GEMV_KB, es, &pa);
         const char *pf = pfb ? w + (size_t)pa * es : NULL;
         for (; c + OPREG__GEMV_COLS <= nc; c += OPREG__GEMV_COLS)
-            gemv_panel_rows(x, wb + c * OPREG__GEMV_KB, acc + c * VW, m, kv, OPREG__GEMV_COLS,
+            gemv_panel_rows(0, x, wb + c * OPREG__GEMV_KB, acc + c * VW, m, kv, OPREG__GEMV_COLS,
                             pf ? pf + c * ws : NULL, ws, pfb);
         for (; c < nc; c++)
-            gemv_panel_rows(x, wb + c * OPREG__GEMV_KB, acc + c * VW, m, kv, 1,
+            gemv_panel_rows(0, x, wb + c * OPREG__GEMV_KB, acc + c * VW, m, kv, 1,
                             pf ? pf + c * ws : NULL, ws, pfb);
     }
     for (int64_t i = 0; i < m; i++)
@@ -554,82 +627,6 @@ static void gemv_pack_u8(const struct opreg__gemv_args *a, uint8_t *dst) {
         }
 }
 
-/* The sums of the lanes of v[0..15] in lanes 0..15 (the int32 lanes wrap,
- * as the sums they stand for do): a transpose in four rounds of adds. */
-AI __m512i gemv_hsum16(const __m512i *v) {
-    __m512i s[8], u[4], w[2];
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; j++)
-        s[j] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * j], v[2 * j + 1]),
-                                _mm512_unpackhi_epi32(v[2 * j], v[2 * j + 1]));
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++)
-        u[j] = _mm512_add_epi32(_mm512_unpacklo_epi64(s[2 * j], s[2 * j + 1]),
-                                _mm512_unpackhi_epi64(s[2 * j], s[2 * j + 1]));
-#pragma GCC unroll 2
-    for (int j = 0; j < 2; j++)
-        w[j] = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2 * j], u[2 * j + 1], 0x88),
-                                _mm512_shuffle_i32x4(u[2 * j], u[2 * j + 1], 0xDD));
-    return _mm512_add_epi32(_mm512_shuffle_i32x4(w[0], w[1], 0x88),
-                            _mm512_shuffle_i32x4(w[0], w[1], 0xDD));
-}
-
-AI void gemv_u8_panel_tile(const uint8_t *x, const int8_t *w, __m512i *acc, int64_t kv, int mt,
-                           int nr) {
-    __m512i s[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
-#pragma GCC unroll 4
-    for (int i = 0; i < mt; i++)
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
-            s[i][r] = _mm512_load_si512(acc + i * OPREG__GEMV_PANEL + r);
-    for (int64_t q = 0; q < kv; q += 64) {
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
-            wv[r] = _mm512_load_si512(w + r * OPREG__GEMV_KB8 + q);
-#pragma GCC unroll 4
-        for (int i = 0; i < mt; i++) {
-            __m512i xv = _mm512_load_si512(x + i * OPREG__GEMV_KB8 + q);
-#pragma GCC unroll 4
-            for (int r = 0; r < nr; r++)
-                s[i][r] = _mm512_dpbusd_epi32(s[i][r], xv, wv[r]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < mt; i++)
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
-            _mm512_store_si512(acc + i * OPREG__GEMV_PANEL + r, s[i][r]);
-}
-
-AI void gemv_u8_panel_rows(const uint8_t *x, const int8_t *w, __m512i *acc, int64_t m, int64_t kv,
-                           int nr, const char *pf, size_t ws, int64_t pfb) {
-    int64_t i = 0;
-    int t = 0;
-    for (; i + VGEMV_ROWS <= m; i += VGEMV_ROWS, t++) {
-        if (pf && t < nr) gemv_prefetch(pf + t * ws, pfb);
-        gemv_u8_panel_tile(x + i * OPREG__GEMV_KB8, w, acc + i * OPREG__GEMV_PANEL, kv, VGEMV_ROWS,
-                           nr);
-    }
-    if (pf)
-        for (; t < nr; t++)
-            gemv_prefetch(pf + t * ws, pfb);
-    x += i * OPREG__GEMV_KB8;
-    acc += i * OPREG__GEMV_PANEL;
-    switch (m - i) {
-    case 3:
-        gemv_u8_panel_tile(x, w, acc, kv, 3, nr);
-        break;
-    case 2:
-        gemv_u8_panel_tile(x, w, acc, kv, 2, nr);
-        break;
-    case 1:
-        gemv_u8_panel_tile(x, w, acc, kv, 1, nr);
-        break;
-    default:
-        break;
-    }
-}
-
 /* Weight rows [j0, j0 + nc) against every input row. @p wb holds a block
  * of the weight rows, @p acc the sums (64-byte aligned). */
 AI void gemv_u8_panel(const struct opreg__gemv_args *a, int8_t *wb, __m512i *acc, int64_t j0,
@@ -646,8 +643,7 @@ AI void gemv_u8_panel(const struct opreg__gemv_args *a, int8_t *wb, __m512i *acc
         acc[e] = _mm512_setzero_si512();
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB8, x += m * OPREG__GEMV_KB8) {
         int64_t kb = a->k - p0 < OPREG__GEMV_KB8 ? a->k - p0 : OPREG__GEMV_KB8;
-        int64_t kv = (kb + 63) / 64 * 64, pa = p0 + GEMV_AHEAD * OPREG__GEMV_KB8;
-        int64_t pfb = pa < a->k ? (a->k - pa < OPREG__GEMV_KB8 ? a->k - pa : OPREG__GEMV_KB8) : 0;
+        int64_t kv = (kb + 63) / 64 * 64, pa, pfb = gemv_ahead(a->k, p0, OPREG__GEMV_KB8, 1, &pa);
         const char *pf = pfb ? (const char *)(w + pa) : NULL;
         int c = 0;
         for (int r = 0; r < nc; r++)
@@ -659,11 +655,11 @@ AI void gemv_u8_panel(const struct opreg__gemv_args *a, int8_t *wb, __m512i *acc
                 _mm512_store_si512(wb + r * OPREG__GEMV_KB8 + q, v);
             }
         for (; c + OPREG__GEMV_COLS <= nc; c += OPREG__GEMV_COLS)
-            gemv_u8_panel_rows(x, wb + c * OPREG__GEMV_KB8, acc + c, m, kv, OPREG__GEMV_COLS,
-                               pf ? pf + c * ws : NULL, ws, pfb);
+            gemv_panel_rows(1, x, wb + c * OPREG__GEMV_KB8, acc + c, m, kv, OPREG__GEMV_COLS,
+                            pf ? pf + c * ws : NULL, ws, pfb);
         for (; c < nc; c++)
-            gemv_u8_panel_rows(x, wb + c * OPREG__GEMV_KB8, acc + c, m, kv, 1,
-                               pf ? pf + c * ws : NULL, ws, pfb);
+            gemv_panel_rows(1, x, wb + c * OPREG__GEMV_KB8, acc + c, m, kv, 1,
+                            pf ? pf + c * ws : NULL, ws, pfb);
     }
     __m512i corr = _mm512_slli_epi32(gemv_hsum16(cs), 7);
     for (int64_t i = 0; i < m; i++) {
