@@ -6,22 +6,6 @@
 
 #include <stdlib.h>
 
-/* e4m3fn S.EEEE.MMM, bias 7: a normal magnitude m is bf16 bits
- * (m << 4) + (120 << 7); the subnormals m * 2^-9 and the NaN are listed. */
-const uint16_t opreg__e4m3_bf16[128] = {
-    0x0000, 0x3B00, 0x3B80, 0x3BC0, 0x3C00, 0x3C20, 0x3C40, 0x3C60, 0x3C80, 0x3C90, 0x3CA0, 0x3CB0,
-    0x3CC0, 0x3CD0, 0x3CE0, 0x3CF0, 0x3D00, 0x3D10, 0x3D20, 0x3D30, 0x3D40, 0x3D50, 0x3D60, 0x3D70,
-    0x3D80, 0x3D90, 0x3DA0, 0x3DB0, 0x3DC0, 0x3DD0, 0x3DE0, 0x3DF0, 0x3E00, 0x3E10, 0x3E20, 0x3E30,
-    0x3E40, 0x3E50, 0x3E60, 0x3E70, 0x3E80, 0x3E90, 0x3EA0, 0x3EB0, 0x3EC0, 0x3ED0, 0x3EE0, 0x3EF0,
-    0x3F00, 0x3F10, 0x3F20, 0x3F30, 0x3F40, 0x3F50, 0x3F60, 0x3F70, 0x3F80, 0x3F90, 0x3FA0, 0x3FB0,
-    0x3FC0, 0x3FD0, 0x3FE0, 0x3FF0, 0x4000, 0x4010, 0x4020, 0x4030, 0x4040, 0x4050, 0x4060, 0x4070,
-    0x4080, 0x4090, 0x40A0, 0x40B0, 0x40C0, 0x40D0, 0x40E0, 0x40F0, 0x4100, 0x4110, 0x4120, 0x4130,
-    0x4140, 0x4150, 0x4160, 0x4170, 0x4180, 0x4190, 0x41A0, 0x41B0, 0x41C0, 0x41D0, 0x41E0, 0x41F0,
-    0x4200, 0x4210, 0x4220, 0x4230, 0x4240, 0x4250, 0x4260, 0x4270, 0x4280, 0x4290, 0x42A0, 0x42B0,
-    0x42C0, 0x42D0, 0x42E0, 0x42F0, 0x4300, 0x4310, 0x4320, 0x4330, 0x4340, 0x4350, 0x4360, 0x4370,
-    0x4380, 0x4390, 0x43A0, 0x43B0, 0x43C0, 0x43D0, 0x43E0, 0x7FC0,
-};
-
 static float ld_float(int dt, const void *p, int64_t i) {
     if (dt == OPREG_DTYPE_F8_E4M3FN) return opreg__e4m3fn_to_f32(((const uint8_t *)p)[i]);
     return opreg__cpu_ld(dt, p, i);
@@ -63,14 +47,11 @@ static int64_t groups(int64_t n) {
     return (n + OPREG__GEMV_COLS - 1) / OPREG__GEMV_COLS;
 }
 
-/* For the panel kernels: the input rows converted by the path into blocks
- * of k (f32; uint8 x + 128 for int8), in memory the caller frees; NULL
- * when the path has no panel kernels for the dtype, the rows fit one tile,
- * or there is no memory (the tiles then take the call). */
-static void *panel_rows(const struct opreg__cpu_simd *s, const struct opreg__gemv_args *a) {
-    bool u8 = a->dt == OPREG_DTYPE_I8;
-    if (!s || (u8 ? !s->gemv_panel_int8 : !s->gemv_pack) || a->m <= s->gemv_tile_rows || a->k == 0)
-        return NULL;
+/* The input rows converted once by the path (f32 in blocks of
+ * OPREG__GEMV_KB by gemv_pack, or with @p u8 x + 128 as uint8 in blocks of
+ * OPREG__GEMV_KB8 by gemv_pack_u8), in memory the caller frees; NULL
+ * without memory. */
+static void *pack_rows(const struct opreg__cpu_simd *s, const struct opreg__gemv_args *a, bool u8) {
     int64_t kb = u8 ? OPREG__GEMV_KB8 : OPREG__GEMV_KB, blocks = (a->k + kb - 1) / kb;
     void *x = aligned_alloc(64, (size_t)(blocks * a->m * kb) * (u8 ? 1 : sizeof(float)));
     if (x && u8)
@@ -78,6 +59,16 @@ static void *panel_rows(const struct opreg__cpu_simd *s, const struct opreg__gem
     else if (x)
         s->gemv_pack(a, x);
     return x;
+}
+
+/* For the panel kernels: pack_rows, or NULL when the path has no panel
+ * kernels for the dtype, the rows fit one tile, or there is no memory (the
+ * tiles then take the call). */
+static void *panel_rows(const struct opreg__cpu_simd *s, const struct opreg__gemv_args *a) {
+    bool u8 = a->dt == OPREG_DTYPE_I8;
+    if (!s || (u8 ? !s->gemv_panel_int8 : !s->gemv_pack) || a->m <= s->gemv_tile_rows || a->k == 0)
+        return NULL;
+    return pack_rows(s, a, u8);
 }
 
 /* The bytes that opreg__cpu_parallel sizes its tasks by: the weights, or a
@@ -144,16 +135,12 @@ void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const voi
         .per_token = per_token,
         .per_channel = per_channel,
     };
-    opreg__cpu_range_fn fn;
+    opreg__cpu_range_fn fn = dt == OPREG_DTYPE_I8 ? gemv_int8_portable : gemv_float_portable;
     void *packed = NULL;
     if (m == 0) return;
-    if (dt == OPREG_DTYPE_I8)
-        fn = s ? s->gemv_int8 : gemv_int8_portable;
-    else
-        fn = s ? s->gemv_fp8 : gemv_float_portable;
     /* The packed kernels take the input rows converted once here, a few
      * rows against the whole weight stream; without memory for them, the
-     * path's other kernels. */
+     * portable loops or the path's other kernels. */
     bool panel = (packed = panel_rows(s, &a)) != NULL;
     if (panel) {
         fn = dt == OPREG_DTYPE_I8 ? s->gemv_panel_int8 : s->gemv_panel_fp8;
@@ -164,15 +151,10 @@ void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const voi
             for (int64_t p = 0; p < k; p++)
                 u[i * k + p] = (uint8_t)(((const uint8_t *)a_data)[i * a_stride + p] ^ 0x80u);
         fn = s->gemv_int8_u8;
-    } else if (s && dt == OPREG_DTYPE_F8_E4M3FN && s->gemv_fp8_bf16 &&
-               (packed = malloc((size_t)(m * k) * 2 + 2))) {
-        uint16_t *h = packed;
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t p = 0; p < k; p++) {
-                uint8_t c = ((const uint8_t *)a_data)[i * a_stride + p];
-                h[i * k + p] = (uint16_t)(((unsigned)c & 0x80u) << 8 | opreg__e4m3_bf16[c & 0x7Fu]);
-            }
-        fn = s->gemv_fp8_bf16;
+    } else if (s && dt == OPREG_DTYPE_I8) {
+        fn = s->gemv_int8;
+    } else if (s && (packed = pack_rows(s, &a, false))) {
+        fn = s->gemv_fp8;
     }
     a.packed = packed;
     opreg__cpu_parallel(fn, &a, groups(n), task_bytes(n * k, panel));

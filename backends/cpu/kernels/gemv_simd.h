@@ -16,7 +16,8 @@
  * Sums: f32 for the float types (bf16 pairs through vdot_bf16x2, whose
  * AVX512-BF16 form rounds each addition and reads subnormals as zero: see
  * simd_avx512.h), int32 for int8 (exact while k < 2^17, as CUTLASS), f32
- * for fp8 (products of two e4m3 values are exact in f32). The order of the
+ * for fp8 (products of two e4m3 values are exact in f32, and so are those
+ * of the weights' 256th that gemv_fp8_tile multiplies). The order of the
  * additions differs from ops/ref's: lanes, then a tree over the lanes. */
 #ifndef OPREG_CPU_GEMV_SIMD_H
 #define OPREG_CPU_GEMV_SIMD_H
@@ -36,11 +37,10 @@ AI size_t gemv_es(int dt) {
     return dt == OPREG_DTYPE_F32 ? 4 : dt == OPREG_DTYPE_F8_E4M3FN ? 1 : 2;
 }
 
-/* One tile of f32, f16 or fp8 data, VW values of k a step: input rows
- * [i0, i0 + mt), weight rows [j0, j0 + nr). @p scaled: cutlass_scaled_mm's
- * epilogue, else linear's. */
-AI void gemv_lanes_tile(int dt, int scaled, const struct opreg__gemv_args *a, int64_t i0, int mt,
-                        int64_t j0, int nr) {
+/* One tile of f32 or f16 data (linear), VW values of k a step: input rows
+ * [i0, i0 + mt), weight rows [j0, j0 + nr). */
+AI void gemv_lanes_tile(int dt, const struct opreg__gemv_args *a, int64_t i0, int mt, int64_t j0,
+                        int nr) {
     size_t es = gemv_es(dt);
     const char *x = (const char *)a->in + (size_t)(i0 * a->in_stride) * es;
     const char *w = (const char *)a->w + (size_t)(j0 * a->w_stride) * es;
@@ -79,12 +79,8 @@ AI void gemv_lanes_tile(int dt, int scaled, const struct opreg__gemv_args *a, in
 #pragma GCC unroll 4
     for (int i = 0; i < mt; i++)
 #pragma GCC unroll 4
-        for (int r = 0; r < nr; r++) {
-            if (scaled)
-                opreg__gemv_scaled_out(a, i0 + i, j0 + r, vhsum(acc[i][r]));
-            else
-                opreg__gemv_linear_out(dt, a, i0 + i, j0 + r, vhsum(acc[i][r]));
-        }
+        for (int r = 0; r < nr; r++)
+            opreg__gemv_linear_out(dt, a, i0 + i, j0 + r, vhsum(acc[i][r]));
 }
 
 /* One tile of bf16 data (linear), 2 * VW values of k a step as pairs. */
@@ -173,6 +169,68 @@ AI void gemv_i8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int64
             opreg__gemv_scaled_out(a, i0 + i, j0 + r, (float)vihsum(acc[i][r]));
 }
 
+/* fp8 weights, in gemv_fp8_tile and the panels: the NaN codes (0x7F and
+ * 0xFF) among codes @p c, kept in @p seen (their low 7 bits at most, a
+ * byte at a time), and whether any was seen. */
+AI __m128i gemv_seen(__m128i seen, __m128i c) {
+    return _mm_max_epu8(seen, _mm_and_si128(c, _mm_set1_epi8(0x7F)));
+}
+AI bool gemv_nan(__m128i seen) {
+    return _mm_movemask_epi8(_mm_cmpeq_epi8(seen, _mm_set1_epi8(0x7F))) != 0;
+}
+
+/* A sum of a 256th of the products (vwiden_e4m3_256) as the sum of the
+ * products: times 256, exactly (every product of two e4m3 values over 256
+ * is a normal float, and no sum of them overflows); NaN where the weight
+ * row holds a NaN code. */
+AI float gemv_e4m3_sum(float sum, __m128i seen) {
+    return gemv_nan(seen) ? NAN : sum * 256.0f;
+}
+
+/* One tile of fp8 (cutlass_scaled_mm): the input rows as f32 in
+ * opreg__gemv_args.packed, in the panels' blocks of k (gemv_pack, zeros
+ * past k), the weights widened as they stream by vwiden_e4m3_256, VW
+ * values of k a step, FMAs. */
+AI void gemv_fp8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int64_t j0, int nr) {
+    const float *xb = (const float *)a->packed + i0 * OPREG__GEMV_KB;
+    int64_t xs = a->m * OPREG__GEMV_KB; /* from one block to the next */
+    const uint8_t *w = (const uint8_t *)a->w + j0 * a->w_stride;
+    size_t ws = (size_t)a->w_stride;
+    int64_t p = 0, k = a->k;
+    vf acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
+    __m128i seen[OPREG__GEMV_COLS];
+#pragma GCC unroll 4
+    for (int r = 0; r < nr; r++) {
+        seen[r] = _mm_setzero_si128();
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++)
+            acc[i][r] = vzero();
+    }
+    /* the last step's codes past k read as zeros, and x is zero there */
+    for (; p < k; p += VW) {
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++) {
+            __m128i c =
+                k - p >= VW ? vcodes_load(w + r * ws + p) : vcodes_load_n(w + r * ws + p, k - p);
+            seen[r] = gemv_seen(seen[r], c);
+            wv[r] = vwiden_e4m3_256(c);
+        }
+        const float *x = xb + p / OPREG__GEMV_KB * xs + p % OPREG__GEMV_KB;
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            vf xv = vload(OPREG_DTYPE_F32, x + i * OPREG__GEMV_KB);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                acc[i][r] = vfma(xv, wv[r], acc[i][r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            opreg__gemv_scaled_out(a, i0 + i, j0 + r, gemv_e4m3_sum(vhsum(acc[i][r]), seen[r]));
+}
+
 /* Tile kinds, constants once inlined. */
 enum { GEMV_LINEAR_LANES, GEMV_LINEAR_PAIRS, GEMV_INT8, GEMV_FP8 };
 
@@ -182,8 +240,10 @@ AI void gemv_tile(int kind, int dt, const struct opreg__gemv_args *a, int64_t i0
         gemv_pairs_tile(a, i0, mt, j0, nr);
     else if (kind == GEMV_INT8)
         gemv_i8_tile(a, i0, mt, j0, nr);
+    else if (kind == GEMV_FP8)
+        gemv_fp8_tile(a, i0, mt, j0, nr);
     else
-        gemv_lanes_tile(dt, kind == GEMV_FP8, a, i0, mt, j0, nr);
+        gemv_lanes_tile(dt, a, i0, mt, j0, nr);
 }
 
 /* Every input row against weight rows [j0, j0 + nr): full tiles, then the
@@ -407,12 +467,15 @@ AI int64_t gemv_ahead(int64_t k, int64_t p0, int64_t kblk, size_t es, int64_t *a
 /* Weight rows [j0, j0 + nc), nc <= OPREG__GEMV_PANEL, against every input
  * row: block by block, then the sums out. @p wb holds a block of the
  * widened rows, @p acc the sums. */
-AI void gemv_panel(int dt, int scaled, const struct opreg__gemv_args *a, float *wb, float *acc,
-                   int64_t j0, int nc) {
+AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *acc, int64_t j0,
+                   int nc) {
     size_t es = gemv_es(dt), ws = (size_t)a->w_stride * es;
     const char *w = (const char *)a->w + (size_t)j0 * ws;
     const float *x = a->packed;
     int64_t m = a->m;
+    __m128i seen[OPREG__GEMV_PANEL];
+    for (int r = 0; r < OPREG__GEMV_PANEL; r++)
+        seen[r] = _mm_setzero_si128();
     for (int64_t e = 0; e < m * OPREG__GEMV_PANEL * VW; e += VW)
         vstore(OPREG_DTYPE_F32, acc + e, vzero());
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB, x += m * OPREG__GEMV_KB) {
@@ -421,10 +484,20 @@ AI void gemv_panel(int dt, int scaled, const struct opreg__gemv_args *a, float *
         int c = 0;
         for (int r = 0; r < nc; r++) {
             const char *src = w + r * ws + (size_t)p0 * es;
-            for (int64_t q = 0; q < kv; q += VW)
-                vstore(OPREG_DTYPE_F32, wb + r * OPREG__GEMV_KB + q,
-                       kb - q >= VW ? gemv_load(dt, src + (size_t)q * es)
-                                    : gemv_load_n(dt, src + (size_t)q * es, kb - q));
+            for (int64_t q = 0; q < kv; q += VW) {
+                vf v;
+                if (dt == OPREG_DTYPE_F8_E4M3FN) {
+                    /* a 256th of the weights, as gemv_fp8_tile */
+                    __m128i codes = kb - q >= VW ? vcodes_load((const uint8_t *)src + q)
+                                                 : vcodes_load_n((const uint8_t *)src + q, kb - q);
+                    seen[r] = gemv_seen(seen[r], codes);
+                    v = vwiden_e4m3_256(codes);
+                } else {
+                    v = kb - q >= VW ? gemv_load(dt, src + (size_t)q * es)
+                                     : gemv_load_n(dt, src + (size_t)q * es, kb - q);
+                }
+                vstore(OPREG_DTYPE_F32, wb + r * OPREG__GEMV_KB + q, v);
+            }
         }
         int64_t pa, pfb = gemv_ahead(a->k, p0, OPREG__GEMV_KB, es, &pa);
         const char *pf = pfb ? w + (size_t)pa * es : NULL;
@@ -438,8 +511,8 @@ AI void gemv_panel(int dt, int scaled, const struct opreg__gemv_args *a, float *
     for (int64_t i = 0; i < m; i++)
         for (int r = 0; r < nc; r++) {
             float sum = vhsum(vload(OPREG_DTYPE_F32, acc + (i * OPREG__GEMV_PANEL + r) * VW));
-            if (scaled)
-                opreg__gemv_scaled_out(a, i, j0 + r, sum);
+            if (dt == OPREG_DTYPE_F8_E4M3FN)
+                opreg__gemv_scaled_out(a, i, j0 + r, gemv_e4m3_sum(sum, seen[r]));
             else
                 opreg__gemv_linear_out(dt, a, i, j0 + r, sum);
         }
@@ -458,7 +531,7 @@ AI void gemv_panels(int kind, int dt, const struct opreg__gemv_args *a, int64_t 
     }
     if (end > a->n) end = a->n;
     for (; j < end; j += OPREG__GEMV_PANEL)
-        gemv_panel(dt, kind == GEMV_FP8, a, wb, wb + wbn, j,
+        gemv_panel(dt, a, wb, wb + wbn, j,
                    end - j < OPREG__GEMV_PANEL ? (int)(end - j) : OPREG__GEMV_PANEL);
     free(wb);
 }
@@ -685,110 +758,6 @@ static void gemv_panel_int8_range(const void *args, int64_t c0, int64_t c1) {
         gemv_u8_panel(a, wb, (__m512i *)(void *)(wb + wbn), j,
                       end - j < OPREG__GEMV_PANEL ? (int)(end - j) : OPREG__GEMV_PANEL);
     free(wb);
-}
-
-/* 32 e4m3fn codes as 32 bf16 values, exactly: the magnitude (7 bits)
- * through the 128-entry table t (4 vectors, two VPERMT2W of 64 entries
- * each and a blend on bit 6), and the sign moved from bit 7 to bit 15. */
-AI __m512i e4m3_to_bf16(__m256i codes, const __m512i *t) {
-    __m512i c = _mm512_cvtepu8_epi16(codes);
-    __m512i lo = _mm512_permutex2var_epi16(t[0], c, t[1]);
-    __m512i hi = _mm512_permutex2var_epi16(t[2], c, t[3]);
-    __m512i v = _mm512_mask_mov_epi16(lo, _mm512_test_epi16_mask(c, _mm512_set1_epi16(0x40)), hi);
-    /* v | (c << 8 & 0x8000) */
-    return _mm512_ternarylogic_epi32(v, _mm512_slli_epi16(c, 8), _mm512_set1_epi16((short)0x8000),
-                                     0xF8);
-}
-
-/* 32 values of k of weight row r from p, widened from e4m3 (the first @p n
- * only when n < 32). */
-AI vf gemv_e4m3_w(const struct opreg__gemv_args *a, const __m512i *t, const uint8_t *w, int r,
-                  int64_t p, int64_t n) {
-    const uint8_t *q = w + r * a->w_stride + p;
-    __m256i codes = n < 32 ? _mm256_maskz_loadu_epi8((__mmask32)((1u << n) - 1u), q)
-                           : _mm256_loadu_si256((const __m256i *)q);
-    return _mm512_castsi512_ps(e4m3_to_bf16(codes, t));
-}
-
-/* fp8 with VDPBF16PS: the input rows come packed as bf16, the weights are
- * widened as they stream, 32 values of k a step. Exact products (e4m3
- * values are bf16 values), the additions rounded as vdot_bf16x2 says. */
-AI void gemv_e4m3_tile(const struct opreg__gemv_args *a, const __m512i *t, int64_t i0, int mt,
-                       int64_t j0, int nr) {
-    const uint16_t *x = (const uint16_t *)a->packed + i0 * a->k;
-    const uint8_t *w = (const uint8_t *)a->w + j0 * a->w_stride;
-    int64_t k = a->k, p = 0;
-    vf acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
-#pragma GCC unroll 4
-    for (int i = 0; i < mt; i++)
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
-            acc[i][r] = vzero();
-    for (; p + 32 <= k; p += 32) {
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
-            wv[r] = gemv_e4m3_w(a, t, w, r, p, 32);
-#pragma GCC unroll 4
-        for (int i = 0; i < mt; i++) {
-            vf xv = _mm512_loadu_ps(x + i * k + p);
-#pragma GCC unroll 4
-            for (int r = 0; r < nr; r++)
-                acc[i][r] = vdot_bf16x2(acc[i][r], xv, wv[r]);
-        }
-    }
-    if (p < k) {
-        __mmask32 tail = (__mmask32)((1u << (k - p)) - 1u);
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
-            wv[r] = gemv_e4m3_w(a, t, w, r, p, k - p);
-#pragma GCC unroll 4
-        for (int i = 0; i < mt; i++) {
-            vf xv = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(tail, x + i * k + p));
-#pragma GCC unroll 4
-            for (int r = 0; r < nr; r++)
-                acc[i][r] = vdot_bf16x2(acc[i][r], xv, wv[r]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < mt; i++)
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
-            opreg__gemv_scaled_out(a, i0 + i, j0 + r, vhsum(acc[i][r]));
-}
-
-/* Every input row, a tile at a time, against @p nr weight rows (more rows
- * than a tile take the panel kernels, unless their buffers could not be
- * had). */
-AI void gemv_e4m3_rows(const struct opreg__gemv_args *a, const __m512i *t, int64_t j0, int nr) {
-    int64_t i = 0;
-    for (; i + VGEMV_ROWS <= a->m; i += VGEMV_ROWS)
-        gemv_e4m3_tile(a, t, i, VGEMV_ROWS, j0, nr);
-    switch (a->m - i) {
-    case 3:
-        gemv_e4m3_tile(a, t, i, 3, j0, nr);
-        break;
-    case 2:
-        gemv_e4m3_tile(a, t, i, 2, j0, nr);
-        break;
-    case 1:
-        gemv_e4m3_tile(a, t, i, 1, j0, nr);
-        break;
-    default:
-        break;
-    }
-}
-
-static void gemv_fp8_bf16_range(const void *args, int64_t c0, int64_t c1) {
-    const struct opreg__gemv_args *a = args;
-    __m512i t[4];
-    int64_t j = c0 * OPREG__GEMV_COLS, end = c1 * OPREG__GEMV_COLS;
-    for (int q = 0; q < 4; q++)
-        t[q] = _mm512_loadu_si512(opreg__e4m3_bf16 + 32 * q);
-    if (end > a->n) end = a->n;
-    for (; j + OPREG__GEMV_COLS <= end; j += OPREG__GEMV_COLS)
-        gemv_e4m3_rows(a, t, j, OPREG__GEMV_COLS);
-    for (; j < end; j++)
-        gemv_e4m3_rows(a, t, j, 1);
 }
 #endif
 

@@ -87,10 +87,10 @@ struct opreg__gemv_args {
     int64_t m, n, k, in_stride, w_stride;
     int dt, out_dt;
     int per_token, per_channel;
-    /* The input rows converted once per call for the packed kernels
-     * (gemv_int8_u8: int8 + 128 as uint8; gemv_fp8_bf16: bf16 bits), m rows
-     * of k elements, dense; for the panel kernels, f32 in blocks of k
-     * (gemv_pack in gemv_simd.h). */
+    /* The input rows converted once per call: for gemv_int8_u8, int8 + 128
+     * as uint8, m rows of k elements, dense; for gemv_fp8 and the panel
+     * kernels, f32 in blocks of k (gemv_pack in gemv_simd.h; int8 panels:
+     * gemv_pack_u8). */
     const void *packed;
 };
 
@@ -99,10 +99,6 @@ struct opreg__gemv_args {
 #define OPREG__GEMV_PANEL (4 * OPREG__GEMV_COLS)
 #define OPREG__GEMV_KB    128
 #define OPREG__GEMV_KB8   512 /* int8 values of k a block */
-
-/* The bf16 bits of the e4m3fn magnitudes 0..127 (all exact in bf16, code
- * 0x7F a NaN); a code's sign, bit 7, is the bf16's bit 15. */
-extern const uint16_t opreg__e4m3_bf16[128];
 
 /* The portable paged_attention_v1 over items [r0, r1). */
 void opreg__cpu_pa_portable_range(const void *args, int64_t r0, int64_t r1);
@@ -152,10 +148,11 @@ struct opreg__cpu_simd {
     opreg__cpu_range_fn gated, elementwise;
     opreg__cpu_range_fn rotary;
     opreg__cpu_range_fn int8_static, int8_dynamic, fp8_static, amax;
+    /* gemv_fp8 on the input rows that gemv_pack converted. */
     opreg__cpu_range_fn gemv_linear, gemv_int8, gemv_fp8;
-    /* NULL unless the path has them: gemv_int8 and gemv_fp8 on the input
-     * rows in opreg__gemv_args.packed (AVX512-VNNI VPDPBUSD, and VDPBF16PS). */
-    opreg__cpu_range_fn gemv_int8_u8, gemv_fp8_bf16;
+    /* NULL unless the path has VPDPBUSD: gemv_int8 on the input rows in
+     * opreg__gemv_args.packed. */
+    opreg__cpu_range_fn gemv_int8_u8;
     /* More input rows than gemv_tile_rows: the panel kernels, linear and
      * fp8 cutlass_scaled_mm on the rows that gemv_pack converted. */
     opreg__cpu_range_fn gemv_panel_linear, gemv_panel_fp8;

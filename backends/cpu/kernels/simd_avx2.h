@@ -267,6 +267,27 @@ VI vf e4m3_widen(__m128i c) {
     vf f = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
     return _mm256_blendv_ps(f, _mm256_set1_ps(NAN), _mm256_castsi256_ps(nan));
 }
+/* The GEMVs' weights: VW e4m3fn codes (vcodes_load; _n: the first n < VW,
+ * zeros after, in the low bytes) and vwiden_e4m3_256, which makes them
+ * floats of a 256th of their value in four instructions: sign-extended to
+ * 16 bits and shifted left by 7, a code S.EEEE.MMM has its sign on bit 15,
+ * EEEE on bits 13..10 and MMM on 9..7; with bit 14 (a copy of the sign)
+ * cleared that is the f16 of value / 2^8 for every code, the subnormals
+ * included (f16's exponent bias is 8 above e4m3's), and F16C widens it
+ * exactly. The NaN codes (0x7F, 0xFF) come out as +-1.875, finite: the
+ * caller finds them in the codes (gemv_seen in gemv_simd.h). */
+VI __m128i vcodes_load(const uint8_t *p) {
+    return _mm_loadl_epi64((const __m128i *)p);
+}
+VI __m128i vcodes_load_n(const uint8_t *p, int64_t n) {
+    unsigned char buf[16] = { 0 };
+    memcpy(buf, p, (size_t)n);
+    return _mm_loadl_epi64((const __m128i *)buf);
+}
+VI vf vwiden_e4m3_256(__m128i c) {
+    __m128i h = _mm_slli_epi16(_mm_cvtepi8_epi16(c), 7);
+    return _mm256_cvtph_ps(_mm_and_si128(h, _mm_set1_epi16((short)0xBF80)));
+}
 /* VW e4m3fn codes at p as floats; _n: the first n < VW, zeros after. */
 VI vf vload_e4m3(const uint8_t *p) {
     return e4m3_widen(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)p)));

@@ -269,6 +269,19 @@ VI vf e4m3_widen(__m256i c) {
     vf f = _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
     return _mm512_mask_mov_ps(f, nan, _mm512_set1_ps(NAN));
 }
+/* The GEMVs' weights: VW e4m3fn codes (vcodes_load; _n: the first n < VW,
+ * zeros after) widened to a 256th of their value by vwiden_e4m3_256, see
+ * simd_avx2.h. */
+VI __m128i vcodes_load(const uint8_t *p) {
+    return _mm_loadu_si128((const __m128i *)p);
+}
+VI __m128i vcodes_load_n(const uint8_t *p, int64_t n) {
+    return _mm_maskz_loadu_epi8(tail_mask(n), p);
+}
+VI vf vwiden_e4m3_256(__m128i c) {
+    __m256i h = _mm256_slli_epi16(_mm256_cvtepi8_epi16(c), 7);
+    return _mm512_cvtph_ps(_mm256_and_si256(h, _mm256_set1_epi16((short)0xBF80)));
+}
 /* VW e4m3fn codes at p as floats; _n: the first n < VW, zeros after. */
 VI vf vload_e4m3(const uint8_t *p) {
     return e4m3_widen(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p)));

@@ -42,7 +42,6 @@ const struct opreg__cpu_simd opreg__cpu_simd_avx512bf16 = {
     .gemv_pack = gemv_pack,
     .gemv_tile_rows = VGEMV_ROWS,
     .gemv_int8_u8 = gemv_int8_u8_range,
-    .gemv_fp8_bf16 = gemv_fp8_bf16_range,
     .gemv_panel_int8 = gemv_panel_int8_range,
     .gemv_pack_u8 = gemv_pack_u8,
     .attention = attention_range,

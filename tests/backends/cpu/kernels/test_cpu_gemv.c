@@ -99,7 +99,18 @@ struct mm_case {
     bool fp8, per_token, per_channel, with_bias;
     int out_dt;
     int64_t m, n, k, a_pad, b_pad;
+    bool nans; /* fp8: NaN codes in some rows of a and b */
 };
+
+/* NaN codes (0x7F, 0xFF in turn) at a few places of some rows: weight rows
+ * 0, 5 and the last (at k - 1, in the first block, past the first 128),
+ * and input row 1. Their results are NaN, the others as without. */
+static void put_nans(const struct mm_case *c, uint8_t *a, int64_t as, uint8_t *b, int64_t bs) {
+    const int64_t rows[] = { 0, 5, c->n - 1 }, at[] = { c->k - 1, 3, c->k > 130 ? 130 : 0 };
+    for (int r = 0; r < 3; r++)
+        if (rows[r] < c->n) b[rows[r] * bs + at[r]] = r % 2 ? 0xFF : 0x7F;
+    if (c->m > 1) a[as + c->k / 2] = 0xFF;
+}
 
 static bool scaled_mm_case(const struct mm_case *c) {
     int64_t m = c->m, n = c->n, k = c->k, as = k + c->a_pad, bs = k + c->b_pad;
@@ -110,6 +121,7 @@ static bool scaled_mm_case(const struct mm_case *c) {
     double *want = malloc((size_t)(m * n + 1) * sizeof(double));
     double *mag = malloc((size_t)(m * n + 1) * sizeof(double));
     bool ok = true;
+    if (c->nans) put_nans(c, a, as, b, bs);
     for (int64_t i = 0; i < m; i++)
         sa[i] = (float)kt_uniform(1e-3, 2e-3);
     for (int64_t j = 0; j < n; j++)
@@ -134,13 +146,14 @@ static bool scaled_mm_case(const struct mm_case *c) {
                                   c->with_bias ? bias : NULL, m, n, k);
         for (int64_t e = 0; e < m * n && ok; e++) {
             double g = kt_ld(dt, out, e);
-            if (!(fabs(g - want[e]) <= kt_rtol(dt) * (fabs(want[e]) + mag[e]))) {
+            if (isnan(want[e]) ? !isnan(g)
+                               : !(fabs(g - want[e]) <= kt_rtol(dt) * (fabs(want[e]) + mag[e]))) {
                 fprintf(stderr,
                         "scaled_mm [%s, %s out] %s m %lld n %lld k %lld per_token %d "
-                        "per_channel %d bias %d: element %lld got %.9g want %.9g\n",
+                        "per_channel %d bias %d nans %d: element %lld got %.9g want %.9g\n",
                         opreg__cpu_isa_name(isa), kt_dt_name(dt), c->fp8 ? "fp8" : "int8",
                         (long long)m, (long long)n, (long long)k, c->per_token, c->per_channel,
-                        c->with_bias, (long long)e, g, want[e]);
+                        c->with_bias, c->nans, (long long)e, g, want[e]);
                 ok = false;
             }
         }
@@ -155,10 +168,10 @@ TEST(scaled_mm_every_path_and_edge) {
             for (int64_t m = 1; m <= 16; m++)
                 for (size_t s = 0; s < NSIZES; s++) {
                     int v = (int)(m + s + o);
-                    struct mm_case c = { fp8,          v & 1,         (v >> 1) & 1,
-                                         (v >> 2) & 1, out_dtypes[o], m,
-                                         sizes[s].n,   sizes[s].k,    s % 3 ? 0 : 5,
-                                         s % 2 ? 3 : 0 };
+                    struct mm_case c = { fp8,           v & 1,         (v >> 1) & 1,
+                                         (v >> 2) & 1,  out_dtypes[o], m,
+                                         sizes[s].n,    sizes[s].k,    s % 3 ? 0 : 5,
+                                         s % 2 ? 3 : 0, false };
                     if (!scaled_mm_case(&c)) {
                         test_current_failed = 1;
                         return;
@@ -166,13 +179,28 @@ TEST(scaled_mm_every_path_and_edge) {
                 }
 }
 
+/* fp8 NaN codes in the weights and the inputs, on the tiles (m <= 4) and
+ * the panels, at the edges of k's blocks and vectors. */
+TEST(scaled_mm_fp8_nan_codes) {
+    static const int64_t ms[] = { 1, 2, 4, 5, 16 }, ks[] = { 129, 200, 16 };
+    for (int i = 0; i < 5; i++)
+        for (int q = 0; q < 3; q++) {
+            struct mm_case c = { true,  i & 1, true,  q == 1,         out_dtypes[(i + q) % 3],
+                                 ms[i], 18,    ks[q], q == 2 ? 5 : 0, 0,
+                                 true };
+            if (!scaled_mm_case(&c)) {
+                test_current_failed = 1;
+                return;
+            }
+        }
+}
+
 TEST(scaled_mm_large_threaded) {
     static const int64_t ms[] = { 1, 5, 16 };
     for (int fp8 = 0; fp8 < 2; fp8++)
         for (int i = 0; i < 3; i++) {
-            struct mm_case c = {
-                fp8, i & 1, true, i != 1, out_dtypes[i], ms[i], big.n, big.k, 0, 0
-            };
+            struct mm_case c = { fp8,   i & 1, true, i != 1, out_dtypes[i], ms[i],
+                                 big.n, big.k, 0,    0,      false };
             if (!scaled_mm_case(&c)) {
                 test_current_failed = 1;
                 return;
@@ -185,6 +213,7 @@ int main(void) {
     RUN(linear_every_path_and_edge);
     RUN(linear_large_threaded);
     RUN(scaled_mm_every_path_and_edge);
+    RUN(scaled_mm_fp8_nan_codes);
     RUN(scaled_mm_large_threaded);
     return test_summary();
 }
