@@ -169,22 +169,19 @@ AI void gemv_i8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int64
             opreg__gemv_scaled_out(a, i0 + i, j0 + r, (float)vihsum(acc[i][r]));
 }
 
-/* fp8 weights, in gemv_fp8_tile and the panels: the NaN codes (0x7F and
- * 0xFF) among codes @p c, kept in @p seen (their low 7 bits at most, a
- * byte at a time), and whether any was seen. */
-AI __m128i gemv_seen(__m128i seen, __m128i c) {
-    return _mm_max_epu8(seen, _mm_and_si128(c, _mm_set1_epi8(0x7F)));
-}
-AI bool gemv_nan(__m128i seen) {
-    return _mm_movemask_epi8(_mm_cmpeq_epi8(seen, _mm_set1_epi8(0x7F))) != 0;
+/* fp8 weights, in gemv_fp8_tile and the panels: the NaN codes among the
+ * 4 * VW codes of a row at p, the first k - p of them when fewer (see
+ * vseen_add), taken at every fourth step of VW. */
+AI vseen gemv_seen(vseen seen, const uint8_t *p, int64_t n) {
+    return n >= 4 * VW ? vseen_add(seen, p) : vseen_add_n(seen, p, n);
 }
 
 /* A sum of a 256th of the products (vwiden_e4m3_256) as the sum of the
  * products: times 256, exactly (every product of two e4m3 values over 256
  * is a normal float, and no sum of them overflows); NaN where the weight
  * row holds a NaN code. */
-AI float gemv_e4m3_sum(float sum, __m128i seen) {
-    return gemv_nan(seen) ? NAN : sum * 256.0f;
+AI float gemv_e4m3_sum(float sum, vseen seen) {
+    return vseen_nan(seen) ? NAN : sum * 256.0f;
 }
 
 /* One tile of fp8 (cutlass_scaled_mm): the input rows as f32 in
@@ -198,23 +195,25 @@ AI void gemv_fp8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int6
     size_t ws = (size_t)a->w_stride;
     int64_t p = 0, k = a->k;
     vf acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
-    __m128i seen[OPREG__GEMV_COLS];
+    vseen seen[OPREG__GEMV_COLS];
 #pragma GCC unroll 4
     for (int r = 0; r < nr; r++) {
-        seen[r] = _mm_setzero_si128();
+        seen[r] = vseen_zero();
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++)
             acc[i][r] = vzero();
     }
     /* the last step's codes past k read as zeros, and x is zero there */
     for (; p < k; p += VW) {
+        if (p % (4 * VW) == 0) {
 #pragma GCC unroll 4
-        for (int r = 0; r < nr; r++) {
-            __m128i c =
-                k - p >= VW ? vcodes_load(w + r * ws + p) : vcodes_load_n(w + r * ws + p, k - p);
-            seen[r] = gemv_seen(seen[r], c);
-            wv[r] = vwiden_e4m3_256(c);
+            for (int r = 0; r < nr; r++)
+                seen[r] = gemv_seen(seen[r], w + r * ws + p, k - p);
         }
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            wv[r] = vwiden_e4m3_256(k - p >= VW ? vcodes_load(w + r * ws + p)
+                                                : vcodes_load_n(w + r * ws + p, k - p));
         const float *x = xb + p / OPREG__GEMV_KB * xs + p % OPREG__GEMV_KB;
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++) {
@@ -473,9 +472,9 @@ AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *a
     const char *w = (const char *)a->w + (size_t)j0 * ws;
     const float *x = a->packed;
     int64_t m = a->m;
-    __m128i seen[OPREG__GEMV_PANEL];
+    vseen seen[OPREG__GEMV_PANEL];
     for (int r = 0; r < OPREG__GEMV_PANEL; r++)
-        seen[r] = _mm_setzero_si128();
+        seen[r] = vseen_zero();
     for (int64_t e = 0; e < m * OPREG__GEMV_PANEL * VW; e += VW)
         vstore(OPREG_DTYPE_F32, acc + e, vzero());
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB, x += m * OPREG__GEMV_KB) {
@@ -488,10 +487,9 @@ AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *a
                 vf v;
                 if (dt == OPREG_DTYPE_F8_E4M3FN) {
                     /* a 256th of the weights, as gemv_fp8_tile */
-                    __m128i codes = kb - q >= VW ? vcodes_load((const uint8_t *)src + q)
-                                                 : vcodes_load_n((const uint8_t *)src + q, kb - q);
-                    seen[r] = gemv_seen(seen[r], codes);
-                    v = vwiden_e4m3_256(codes);
+                    const uint8_t *cp = (const uint8_t *)src + q;
+                    if (q % (4 * VW) == 0) seen[r] = gemv_seen(seen[r], cp, kb - q);
+                    v = vwiden_e4m3_256(kb - q >= VW ? vcodes_load(cp) : vcodes_load_n(cp, kb - q));
                 } else {
                     v = kb - q >= VW ? gemv_load(dt, src + (size_t)q * es)
                                      : gemv_load_n(dt, src + (size_t)q * es, kb - q);

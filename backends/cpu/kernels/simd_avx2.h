@@ -284,6 +284,25 @@ VI __m128i vcodes_load_n(const uint8_t *p, int64_t n) {
     memcpy(buf, p, (size_t)n);
     return _mm_loadl_epi64((const __m128i *)buf);
 }
+/* The NaN codes among 4 * VW codes at p (_n: the first n < 4 * VW): the
+ * low 7 bits' largest kept a byte at a time in seen; vseen_nan: whether
+ * any was 0x7F. */
+typedef __m256i vseen;
+VI vseen vseen_zero(void) {
+    return _mm256_setzero_si256();
+}
+VI vseen vseen_add(vseen s, const uint8_t *p) {
+    __m256i c = _mm256_loadu_si256((const __m256i *)p);
+    return _mm256_max_epu8(s, _mm256_and_si256(c, _mm256_set1_epi8(0x7F)));
+}
+VI vseen vseen_add_n(vseen s, const uint8_t *p, int64_t n) {
+    unsigned char buf[32] = { 0 };
+    memcpy(buf, p, (size_t)n);
+    return vseen_add(s, buf);
+}
+VI bool vseen_nan(vseen s) {
+    return _mm256_movemask_epi8(_mm256_cmpeq_epi8(s, _mm256_set1_epi8(0x7F))) != 0;
+}
 VI vf vwiden_e4m3_256(__m128i c) {
     __m128i h = _mm_slli_epi16(_mm_cvtepi8_epi16(c), 7);
     return _mm256_cvtph_ps(_mm_and_si128(h, _mm_set1_epi16((short)0xBF80)));

@@ -278,6 +278,23 @@ VI __m128i vcodes_load(const uint8_t *p) {
 VI __m128i vcodes_load_n(const uint8_t *p, int64_t n) {
     return _mm_maskz_loadu_epi8(tail_mask(n), p);
 }
+/* The NaN codes among 4 * VW codes at p (_n: the first n < 4 * VW): the
+ * low 7 bits' largest kept a byte at a time in seen; vseen_nan: whether
+ * any was 0x7F. */
+typedef __m512i vseen;
+VI vseen vseen_zero(void) {
+    return _mm512_setzero_si512();
+}
+VI vseen vseen_add(vseen s, const uint8_t *p) {
+    return _mm512_max_epu8(s, _mm512_and_si512(_mm512_loadu_si512(p), _mm512_set1_epi8(0x7F)));
+}
+VI vseen vseen_add_n(vseen s, const uint8_t *p, int64_t n) {
+    __m512i c = _mm512_maskz_loadu_epi8((__mmask64)((1ull << n) - 1u), p);
+    return _mm512_max_epu8(s, _mm512_and_si512(c, _mm512_set1_epi8(0x7F)));
+}
+VI bool vseen_nan(vseen s) {
+    return _mm512_cmpeq_epi8_mask(s, _mm512_set1_epi8(0x7F)) != 0;
+}
 VI vf vwiden_e4m3_256(__m128i c) {
     __m256i h = _mm256_slli_epi16(_mm256_cvtepi8_epi16(c), 7);
     return _mm512_cvtph_ps(_mm256_and_si256(h, _mm256_set1_epi16((short)0xBF80)));
