@@ -48,12 +48,15 @@ static int64_t groups(int64_t n) {
 }
 
 /* The input rows converted once by the path (f32 in blocks of
- * OPREG__GEMV_KB by gemv_pack, or with @p u8 x + 128 as uint8 in blocks of
- * OPREG__GEMV_KB8 by gemv_pack_u8), in memory the caller frees; NULL
- * without memory. */
+ * OPREG__GEMV_KB by gemv_pack, or with @p u8 int8 in blocks of
+ * OPREG__GEMV_KB8 and each row's sum by gemv_pack_u8), in memory the
+ * caller frees; NULL without memory. */
 static void *pack_rows(const struct opreg__cpu_simd *s, const struct opreg__gemv_args *a, bool u8) {
     int64_t kb = u8 ? OPREG__GEMV_KB8 : OPREG__GEMV_KB, blocks = (a->k + kb - 1) / kb;
-    void *x = aligned_alloc(64, (size_t)(blocks * a->m * kb) * (u8 ? 1 : sizeof(float)));
+    /* int8: each row's sum after the blocks */
+    size_t bytes = (size_t)(blocks * a->m * kb) * (u8 ? 1 : sizeof(float)) +
+                   (u8 ? (size_t)a->m * sizeof(int32_t) : 0);
+    void *x = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (x && u8)
         s->gemv_pack_u8(a, x);
     else if (x)

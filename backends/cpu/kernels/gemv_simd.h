@@ -326,13 +326,15 @@ static void gemv_pack(const struct opreg__gemv_args *a, float *dst) {
 /* One tile over one block: input rows at x and weight rows at w (each
  * OPREG__GEMV_KB floats apart), kv values of each, the sums of input row
  * i and weight row r kept at acc + (i * OPREG__GEMV_PANEL + r) * VW. */
-AI void gemv_panel_tile(const float *x, const float *w, float *acc, int64_t kv, int mt, int nr) {
+AI void gemv_panel_tile(const float *x, const float *w, float *acc, int64_t kv, int mt, int nr,
+                        int first) {
     vf s[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
 #pragma GCC unroll 4
     for (int i = 0; i < mt; i++)
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++)
-            s[i][r] = vload(OPREG_DTYPE_F32, acc + (i * OPREG__GEMV_PANEL + r) * VW);
+            s[i][r] =
+                first ? vzero() : vload(OPREG_DTYPE_F32, acc + (i * OPREG__GEMV_PANEL + r) * VW);
     for (int64_t q = 0; q < kv; q += VW) {
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++)
@@ -381,13 +383,14 @@ AI __m512i gemv_hsum16(const __m512i *v) {
 }
 
 AI void gemv_u8_panel_tile(const uint8_t *x, const int8_t *w, __m512i *acc, int64_t kv, int mt,
-                           int nr) {
+                           int nr, int first) {
     __m512i s[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
 #pragma GCC unroll 4
     for (int i = 0; i < mt; i++)
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++)
-            s[i][r] = _mm512_load_si512(acc + i * OPREG__GEMV_PANEL + r);
+            s[i][r] =
+                first ? _mm512_setzero_si512() : _mm512_load_si512(acc + i * OPREG__GEMV_PANEL + r);
     for (int64_t q = 0; q < kv; q += 64) {
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++)
@@ -397,7 +400,7 @@ AI void gemv_u8_panel_tile(const uint8_t *x, const int8_t *w, __m512i *acc, int6
             __m512i xv = _mm512_load_si512(x + i * OPREG__GEMV_KB8 + q);
 #pragma GCC unroll 4
             for (int r = 0; r < nr; r++)
-                s[i][r] = _mm512_dpbusd_epi32(s[i][r], xv, wv[r]);
+                s[i][r] = _mm512_dpbusd_epi32(s[i][r], wv[r], xv);
         }
     }
 #pragma GCC unroll 4
@@ -410,64 +413,96 @@ AI void gemv_u8_panel_tile(const uint8_t *x, const int8_t *w, __m512i *acc, int6
 #endif
 
 /* One tile of the panel kernels at input row i: f32 (gemv_panel_tile), or
- * with @p u8 the int8 one (gemv_u8_panel_tile, on AVX512-VNNI only). */
-AI void gemv_any_panel_tile(int u8, const void *x, const void *w, void *acc, int64_t i, int64_t kv,
-                            int mt, int nr) {
+ * with @p u8 the int8 one (gemv_u8_panel_tile, on AVX512-VNNI only); in
+ * the @p first block the sums start from zero instead of memory. */
+AI void gemv_any_panel_tile(int u8, int first, const void *x, const void *w, void *acc, int64_t i,
+                            int64_t kv, int mt, int nr) {
 #ifdef OPREG__SIMD_BF16
     if (u8) {
         gemv_u8_panel_tile((const uint8_t *)x + i * OPREG__GEMV_KB8, w,
-                           (__m512i *)acc + i * OPREG__GEMV_PANEL, kv, mt, nr);
+                           (__m512i *)acc + i * OPREG__GEMV_PANEL, kv, mt, nr, first);
         return;
     }
 #else
     (void)u8;
 #endif
     gemv_panel_tile((const float *)x + i * OPREG__GEMV_KB, w,
-                    (float *)acc + i * OPREG__GEMV_PANEL * VW, kv, mt, nr);
+                    (float *)acc + i * OPREG__GEMV_PANEL * VW, kv, mt, nr, first);
 }
 
 /* Every input row of one block against @p nr weight rows, the weights of
  * a later block (@p pfb bytes of each row from @p pf, rows @p ws apart;
  * none when pf is NULL) fetched a row before each tile. */
-AI void gemv_panel_rows(int u8, const void *x, const void *w, void *acc, int64_t m, int64_t kv,
-                        int nr, const char *pf, size_t ws, int64_t pfb) {
+AI void gemv_panel_rows(int u8, int first, const void *x, const void *w, void *acc, int64_t m,
+                        int64_t kv, int nr, const char *pf, size_t ws, int64_t pfb) {
     int64_t i = 0;
     int t = 0;
     for (; i + VGEMV_ROWS <= m; i += VGEMV_ROWS, t++) {
         if (pf && t < nr) gemv_prefetch(pf + t * ws, pfb);
-        gemv_any_panel_tile(u8, x, w, acc, i, kv, VGEMV_ROWS, nr);
+        gemv_any_panel_tile(u8, first, x, w, acc, i, kv, VGEMV_ROWS, nr);
     }
     if (pf)
         for (; t < nr; t++)
             gemv_prefetch(pf + t * ws, pfb);
     switch (m - i) {
     case 3:
-        gemv_any_panel_tile(u8, x, w, acc, i, kv, 3, nr);
+        gemv_any_panel_tile(u8, first, x, w, acc, i, kv, 3, nr);
         break;
     case 2:
-        gemv_any_panel_tile(u8, x, w, acc, i, kv, 2, nr);
+        gemv_any_panel_tile(u8, first, x, w, acc, i, kv, 2, nr);
         break;
     case 1:
-        gemv_any_panel_tile(u8, x, w, acc, i, kv, 1, nr);
+        gemv_any_panel_tile(u8, first, x, w, acc, i, kv, 1, nr);
         break;
     default:
         break;
     }
 }
 
-/* Where the panel kernels fetch ahead: the bytes of each weight row in
- * the block GEMV_AHEAD blocks (of @p kblk values of @p es bytes) after the
- * one at p0, 0 past k; *at: that block's first value. */
-AI int64_t gemv_ahead(int64_t k, int64_t p0, int64_t kblk, size_t es, int64_t *at) {
-    *at = p0 + GEMV_AHEAD * kblk;
-    return *at < k ? (k - *at < kblk ? k - *at : kblk) * (int64_t)es : 0;
+/* Where the panel kernels fetch ahead, for the weight rows at @p w (@p ws
+ * bytes apart) in the block at p0: the block GEMV_AHEAD blocks (of @p kblk
+ * values of @p es bytes) later, or past k, with @p next, the block as far
+ * into the next panel's rows, so that a panel's first blocks do not wait
+ * on memory; *bytes: that block's bytes of each row, 0 (and NULL) for
+ * none. */
+AI const char *gemv_ahead(const char *w, size_t ws, int64_t k, int64_t p0, int64_t kblk, size_t es,
+                          int next, int64_t *bytes) {
+    int64_t at = p0 + GEMV_AHEAD * kblk;
+    if (at >= k && next) {
+        at -= (k + kblk - 1) / kblk * kblk;
+        w += OPREG__GEMV_PANEL * ws;
+    }
+    *bytes = at < k ? (k - at < kblk ? k - at : kblk) * (int64_t)es : 0;
+    return *bytes ? w + at * (int64_t)es : NULL;
+}
+
+/* cutlass_scaled_mm's outputs (i, j0) to (i, j0 + n - 1), n <= VW, from
+ * their sums in @p acc: opreg__gemv_scaled_out a vector at a time, the
+ * same operations in the same order and one rounding to out_dt. */
+AI void gemv_scaled_outv(const struct opreg__gemv_args *a, int64_t i, int64_t j0, int n, vf acc) {
+    size_t os = opreg__cpu_es(a->out_dt);
+    vf t = vmul(acc, a->per_channel ? vload_n(OPREG_DTYPE_F32, a->b_scales + j0, n)
+                                    : vset1(a->b_scales[0]));
+    vf s = vset1(a->a_scales[a->per_token ? i : 0]);
+    vf v = a->bias ? vfma(s, t, vload_n(a->out_dt, (const char *)a->bias + (size_t)j0 * os, n))
+                   : vmul(s, t);
+    vstore_exact_n(a->out_dt, (char *)a->out + (size_t)(i * a->n + j0) * os, v, n);
+}
+
+/* linear's outputs (i, j0) to (i, j0 + n - 1), n <= VW, from their sums
+ * in @p acc: as opreg__gemv_linear_out, a vector at a time. */
+AI void gemv_linear_outv(int dt, const struct opreg__gemv_args *a, int64_t i, int64_t j0, int n,
+                         vf acc) {
+    size_t es = opreg__cpu_es(dt);
+    if (a->bias) acc = vadd(acc, vload_n(dt, (const char *)a->bias + (size_t)j0 * es, n));
+    vstore_exact_n(dt, (char *)a->out + (size_t)(i * a->n + j0) * es, acc, n);
 }
 
 /* Weight rows [j0, j0 + nc), nc <= OPREG__GEMV_PANEL, against every input
  * row: block by block, then the sums out. @p wb holds a block of the
  * widened rows, @p acc the sums. */
 AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *acc, int64_t j0,
-                   int nc) {
+                   int nc, int next) {
     size_t es = gemv_es(dt), ws = (size_t)a->w_stride * es;
     const char *w = (const char *)a->w + (size_t)j0 * ws;
     const float *x = a->packed;
@@ -475,7 +510,8 @@ AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *a
     vseen seen[OPREG__GEMV_PANEL];
     for (int r = 0; r < OPREG__GEMV_PANEL; r++)
         seen[r] = vseen_zero();
-    for (int64_t e = 0; e < m * OPREG__GEMV_PANEL * VW; e += VW)
+    /* the first block's tiles start the sums; those of missing rows are 0 */
+    for (int64_t e = 0; nc < OPREG__GEMV_PANEL && e < m * OPREG__GEMV_PANEL * VW; e += VW)
         vstore(OPREG_DTYPE_F32, acc + e, vzero());
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB, x += m * OPREG__GEMV_KB) {
         int64_t kb = a->k - p0 < OPREG__GEMV_KB ? a->k - p0 : OPREG__GEMV_KB;
@@ -497,22 +533,27 @@ AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *a
                 vstore(OPREG_DTYPE_F32, wb + r * OPREG__GEMV_KB + q, v);
             }
         }
-        int64_t pa, pfb = gemv_ahead(a->k, p0, OPREG__GEMV_KB, es, &pa);
-        const char *pf = pfb ? w + (size_t)pa * es : NULL;
+        int64_t pfb;
+        const char *pf = gemv_ahead(w, ws, a->k, p0, OPREG__GEMV_KB, es, next, &pfb);
         for (; c + OPREG__GEMV_COLS <= nc; c += OPREG__GEMV_COLS)
-            gemv_panel_rows(0, x, wb + c * OPREG__GEMV_KB, acc + c * VW, m, kv, OPREG__GEMV_COLS,
-                            pf ? pf + c * ws : NULL, ws, pfb);
+            gemv_panel_rows(0, p0 == 0, x, wb + c * OPREG__GEMV_KB, acc + c * VW, m, kv,
+                            OPREG__GEMV_COLS, pf ? pf + c * ws : NULL, ws, pfb);
         for (; c < nc; c++)
-            gemv_panel_rows(0, x, wb + c * OPREG__GEMV_KB, acc + c * VW, m, kv, 1,
+            gemv_panel_rows(0, p0 == 0, x, wb + c * OPREG__GEMV_KB, acc + c * VW, m, kv, 1,
                             pf ? pf + c * ws : NULL, ws, pfb);
     }
+    /* fp8: each sum times 256, or NaN for a weight row with a NaN code */
+    float times[OPREG__GEMV_PANEL];
+    for (int r = 0; dt == OPREG_DTYPE_F8_E4M3FN && r < OPREG__GEMV_PANEL; r++)
+        times[r] = gemv_e4m3_sum(1.0f, seen[r]);
     for (int64_t i = 0; i < m; i++)
-        for (int r = 0; r < nc; r++) {
-            float sum = vhsum(vload(OPREG_DTYPE_F32, acc + (i * OPREG__GEMV_PANEL + r) * VW));
+        for (int r = 0; r < nc; r += VW) {
+            int n = nc - r < VW ? nc - r : VW;
+            vf sum = vhsum_each(acc + (i * OPREG__GEMV_PANEL + r) * VW);
             if (dt == OPREG_DTYPE_F8_E4M3FN)
-                opreg__gemv_scaled_out(a, i, j0 + r, gemv_e4m3_sum(sum, seen[r]));
+                gemv_scaled_outv(a, i, j0 + r, n, vmul(sum, vload(OPREG_DTYPE_F32, times + r)));
             else
-                opreg__gemv_linear_out(dt, a, i, j0 + r, sum);
+                gemv_linear_outv(dt, a, i, j0 + r, n, sum);
         }
 }
 
@@ -530,7 +571,8 @@ AI void gemv_panels(int kind, int dt, const struct opreg__gemv_args *a, int64_t 
     if (end > a->n) end = a->n;
     for (; j < end; j += OPREG__GEMV_PANEL)
         gemv_panel(dt, a, wb, wb + wbn, j,
-                   end - j < OPREG__GEMV_PANEL ? (int)(end - j) : OPREG__GEMV_PANEL);
+                   end - j < OPREG__GEMV_PANEL ? (int)(end - j) : OPREG__GEMV_PANEL,
+                   j + 2 * OPREG__GEMV_PANEL <= end);
     free(wb);
 }
 
@@ -675,69 +717,76 @@ static void gemv_int8_u8_range(const void *args, int64_t c0, int64_t c1) {
         gemv_u8_rows(a, j, 1);
 }
 
-/* int8 past one tile of input rows: the panel scheme above with VPDPBUSD.
- * The input rows come packed as x + 128 (uint8) in blocks of
- * OPREG__GEMV_KB8 values of k (gemv_pack_u8); each block of the weight
- * rows is copied to a buffer as it is read, and its column sums are taken
- * in the same pass for the correction of gemv_u8_tile. int32 sums in
- * memory between blocks, exact as there. */
+/* int8 past one tile of input rows: the panel scheme above with VPDPBUSD,
+ * the operands the other way round from gemv_u8_tile's. The input rows
+ * come packed as they are (int8) in blocks of OPREG__GEMV_KB8 values of k,
+ * with each row's sum after them (gemv_pack_u8); each block of the weight
+ * rows is copied to a buffer as w + 128 (uint8, one XOR on the way), so
+ * each sum is x.w + 128 * sum(x), which the row's sum takes back. That
+ * correction costs nothing per weight row, where sum(w) would cost a
+ * VPDPBUSD per 64 weights on the port the products need. int32 sums in
+ * memory between blocks; they wrap and come out exact as gemv_u8_tile's. */
+AI int64_t gemv_u8_blocks_bytes(const struct opreg__gemv_args *a) {
+    return (a->k + OPREG__GEMV_KB8 - 1) / OPREG__GEMV_KB8 * OPREG__GEMV_KB8 * a->m;
+}
+
 static void gemv_pack_u8(const struct opreg__gemv_args *a, uint8_t *dst) {
+    int32_t *sums = (int32_t *)(void *)(dst + gemv_u8_blocks_bytes(a));
+    for (int64_t i = 0; i < a->m; i++)
+        sums[i] = 0;
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB8)
         for (int64_t i = 0; i < a->m; i++, dst += OPREG__GEMV_KB8) {
             const uint8_t *src = (const uint8_t *)a->in + i * a->in_stride + p0;
             int64_t kb = a->k - p0 < OPREG__GEMV_KB8 ? a->k - p0 : OPREG__GEMV_KB8;
+            __m512i sum = _mm512_setzero_si512();
             for (int64_t q = 0; q < OPREG__GEMV_KB8; q += 64) {
                 int64_t n = kb - q < 0 ? 0 : kb - q > 64 ? 64 : kb - q;
                 __mmask64 live = n == 64 ? ~(__mmask64)0 : (__mmask64)((1ull << n) - 1u);
-                /* x ^ 0x80 where live, 0 past k (whose products are 0: the weights there are 0) */
+                /* zeros past k, whose products are then 0 */
                 __m512i v = _mm512_maskz_loadu_epi8(live, src + q);
-                _mm512_storeu_si512(
-                    dst + q,
-                    _mm512_xor_si512(v, _mm512_maskz_mov_epi8(live, _mm512_set1_epi8(-128))));
+                sum = _mm512_dpbusd_epi32(sum, _mm512_set1_epi8(1), v);
+                _mm512_storeu_si512(dst + q, v);
             }
+            sums[i] += _mm512_reduce_add_epi32(sum);
         }
 }
 
 /* Weight rows [j0, j0 + nc) against every input row. @p wb holds a block
  * of the weight rows, @p acc the sums (64-byte aligned). */
 AI void gemv_u8_panel(const struct opreg__gemv_args *a, int8_t *wb, __m512i *acc, int64_t j0,
-                      int nc) {
+                      int nc, int next) {
     const int8_t *w = (const int8_t *)a->w + j0 * a->w_stride;
     const uint8_t *x = a->packed;
+    const int32_t *xsum = (const int32_t *)(const void *)(x + gemv_u8_blocks_bytes(a));
     size_t ws = (size_t)a->w_stride;
     int64_t m = a->m;
-    const __m512i ones = _mm512_set1_epi8(1);
-    __m512i cs[OPREG__GEMV_PANEL];
-    for (int r = 0; r < OPREG__GEMV_PANEL; r++)
-        cs[r] = _mm512_setzero_si512();
-    for (int64_t e = 0; e < m * OPREG__GEMV_PANEL; e++)
+    /* as in gemv_panel */
+    for (int64_t e = 0; nc < OPREG__GEMV_PANEL && e < m * OPREG__GEMV_PANEL; e++)
         acc[e] = _mm512_setzero_si512();
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB8, x += m * OPREG__GEMV_KB8) {
         int64_t kb = a->k - p0 < OPREG__GEMV_KB8 ? a->k - p0 : OPREG__GEMV_KB8;
-        int64_t kv = (kb + 63) / 64 * 64, pa, pfb = gemv_ahead(a->k, p0, OPREG__GEMV_KB8, 1, &pa);
-        const char *pf = pfb ? (const char *)(w + pa) : NULL;
+        int64_t kv = (kb + 63) / 64 * 64, pfb;
+        const char *pf = gemv_ahead((const char *)w, ws, a->k, p0, OPREG__GEMV_KB8, 1, next, &pfb);
         int c = 0;
         for (int r = 0; r < nc; r++)
             for (int64_t q = 0; q < kv; q += 64) {
                 __mmask64 live =
                     kb - q >= 64 ? ~(__mmask64)0 : (__mmask64)((1ull << (kb - q)) - 1u);
                 __m512i v = _mm512_maskz_loadu_epi8(live, w + r * ws + p0 + q);
-                cs[r] = _mm512_dpbusd_epi32(cs[r], ones, v);
-                _mm512_store_si512(wb + r * OPREG__GEMV_KB8 + q, v);
+                _mm512_store_si512(wb + r * OPREG__GEMV_KB8 + q,
+                                   _mm512_xor_si512(v, _mm512_set1_epi8(-128)));
             }
         for (; c + OPREG__GEMV_COLS <= nc; c += OPREG__GEMV_COLS)
-            gemv_panel_rows(1, x, wb + c * OPREG__GEMV_KB8, acc + c, m, kv, OPREG__GEMV_COLS,
-                            pf ? pf + c * ws : NULL, ws, pfb);
+            gemv_panel_rows(1, p0 == 0, x, wb + c * OPREG__GEMV_KB8, acc + c, m, kv,
+                            OPREG__GEMV_COLS, pf ? pf + c * ws : NULL, ws, pfb);
         for (; c < nc; c++)
-            gemv_panel_rows(1, x, wb + c * OPREG__GEMV_KB8, acc + c, m, kv, 1,
+            gemv_panel_rows(1, p0 == 0, x, wb + c * OPREG__GEMV_KB8, acc + c, m, kv, 1,
                             pf ? pf + c * ws : NULL, ws, pfb);
     }
-    __m512i corr = _mm512_slli_epi32(gemv_hsum16(cs), 7);
     for (int64_t i = 0; i < m; i++) {
-        int32_t d[OPREG__GEMV_PANEL];
-        _mm512_storeu_si512(d, _mm512_sub_epi32(gemv_hsum16(acc + i * OPREG__GEMV_PANEL), corr));
-        for (int r = 0; r < nc; r++)
-            opreg__gemv_scaled_out(a, i, j0 + r, (float)d[r]);
+        __m512i d = _mm512_sub_epi32(gemv_hsum16(acc + i * OPREG__GEMV_PANEL),
+                                     _mm512_set1_epi32((int32_t)((uint32_t)xsum[i] << 7)));
+        gemv_scaled_outv(a, i, j0, nc, _mm512_cvtepi32_ps(d));
     }
 }
 
@@ -754,7 +803,8 @@ static void gemv_panel_int8_range(const void *args, int64_t c0, int64_t c1) {
     if (end > a->n) end = a->n;
     for (; j < end; j += OPREG__GEMV_PANEL)
         gemv_u8_panel(a, wb, (__m512i *)(void *)(wb + wbn), j,
-                      end - j < OPREG__GEMV_PANEL ? (int)(end - j) : OPREG__GEMV_PANEL);
+                      end - j < OPREG__GEMV_PANEL ? (int)(end - j) : OPREG__GEMV_PANEL,
+                      j + 2 * OPREG__GEMV_PANEL <= end);
     free(wb);
 }
 #endif

@@ -72,11 +72,31 @@ VI vf vpow2i(vf n) {
     __m256i e = _mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127));
     return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
 }
+/* The sum of a's lanes, halves first: lane e plus e + 4, then e plus
+ * e + 2, then 0 plus 1. vhsum_each keeps this order. */
 VI float vhsum(vf a) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
+}
+/* Lane e: vhsum of the vector at v + e * VW, e < VW, the same additions in
+ * the same order, the vectors transposed as they are added. */
+VI vf vhsum_each(const float *v) {
+    vf h[4], q[2];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        vf a = _mm256_loadu_ps(v + 2 * j * VW), b = _mm256_loadu_ps(v + (2 * j + 1) * VW);
+        h[j] =
+            _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+    }
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; j++)
+        q[j] = _mm256_add_ps(_mm256_shuffle_ps(h[2 * j], h[2 * j + 1], 0x44),
+                             _mm256_shuffle_ps(h[2 * j], h[2 * j + 1], 0xEE));
+    /* lane 4 * l + t now holds vector 2 * t + l's sum */
+    vf r = _mm256_add_ps(_mm256_shuffle_ps(q[0], q[1], 0x88), _mm256_shuffle_ps(q[0], q[1], 0xDD));
+    return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 VI float vhmax(vf a) {
     __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
@@ -153,6 +173,11 @@ VI void vstore_n(int dt, void *p, vf v, int64_t n) {
     unsigned char buf[32];
     vstore(dt, buf, v);
     memcpy(p, buf, (size_t)n * opreg__cpu_es(dt));
+}
+
+/* vstore_n, rounded as opreg__cpu_st (which vstore_n already is here). */
+VI void vstore_exact_n(int dt, void *p, vf v, int64_t n) {
+    vstore_n(dt, p, v, n);
 }
 
 /* (T)v in float. bf16 stays in 32-bit lanes: round the low half away

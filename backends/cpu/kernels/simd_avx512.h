@@ -75,8 +75,39 @@ VI vf vfrac_floor(vf t) {
 VI vf vscale2(vf p, vf t) {
     return _mm512_scalef_ps(p, t);
 }
+/* The sum of a's lanes, halves first: lane e plus e + 8, then e plus
+ * e + 4, e plus e + 2, 0 plus 1 (the order of GCC's
+ * _mm512_reduce_add_ps, written out so that no compiler changes it).
+ * vhsum_each keeps this order. */
 VI float vhsum(vf a) {
-    return _mm512_reduce_add_ps(a);
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+/* Lane e: vhsum of the vector at v + e * VW, e < VW, the same additions in
+ * the same order, the vectors transposed as they are added. */
+VI vf vhsum_each(const float *v) {
+    vf h[8], q[4], o[2];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        vf a = _mm512_loadu_ps(v + 2 * j * VW), b = _mm512_loadu_ps(v + (2 * j + 1) * VW);
+        h[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+        q[j] = _mm512_add_ps(_mm512_shuffle_f32x4(h[2 * j], h[2 * j + 1], 0x88),
+                             _mm512_shuffle_f32x4(h[2 * j], h[2 * j + 1], 0xDD));
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; j++)
+        o[j] = _mm512_add_ps(_mm512_shuffle_ps(q[2 * j], q[2 * j + 1], 0x44),
+                             _mm512_shuffle_ps(q[2 * j], q[2 * j + 1], 0xEE));
+    /* lane 4 * l + t now holds vector 4 * t + l's sum */
+    vf r = _mm512_add_ps(_mm512_shuffle_ps(o[0], o[1], 0x88), _mm512_shuffle_ps(o[0], o[1], 0xDD));
+    return _mm512_permutexvar_ps(
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
 }
 VI float vhmax(vf a) {
     return _mm512_reduce_max_ps(a);
@@ -86,16 +117,21 @@ VI __mmask16 tail_mask(int64_t n) {
     return (__mmask16)((1u << n) - 1u);
 }
 
-VI __m256i bf16_pack(vf v) {
-#ifdef OPREG__SIMD_BF16
-    return (__m256i)_mm512_cvtneps_pbh(v);
-#else
+/* bf16 rounded in integer arithmetic, exactly as common/dtype_convert.h. */
+VI __m256i bf16_pack_exact(vf v) {
     __m512i u = _mm512_castps_si512(v);
     __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
     __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
     __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
     r = _mm512_mask_mov_epi32(_mm512_srli_epi32(r, 16), nan, _mm512_set1_epi32(0x7FC0));
     return _mm512_cvtepi32_epi16(r);
+}
+
+VI __m256i bf16_pack(vf v) {
+#ifdef OPREG__SIMD_BF16
+    return (__m256i)_mm512_cvtneps_pbh(v);
+#else
+    return bf16_pack_exact(v);
 #endif
 }
 
@@ -142,6 +178,15 @@ VI void vstore_n(int dt, void *p, vf v, int64_t n) {
         _mm512_mask_storeu_ps(p, tail_mask(n), v);
     else
         _mm256_mask_storeu_epi16(p, tail_mask(n), narrow(dt, v));
+}
+
+/* vstore_n rounding bf16 as opreg__cpu_st does on every path (for kernels
+ * whose results must not depend on which of their loops produced them). */
+VI void vstore_exact_n(int dt, void *p, vf v, int64_t n) {
+    if (dt == OPREG_DTYPE_BF16)
+        _mm256_mask_storeu_epi16(p, tail_mask(n), bf16_pack_exact(v));
+    else
+        vstore_n(dt, p, v, n);
 }
 
 /* Streaming (non-temporal) stores: a full vector to p aligned to VW

@@ -208,6 +208,79 @@ TEST(scaled_mm_large_threaded) {
         }
 }
 
+/* Each output row has the same bits whatever the number of rows in the
+ * call, so that a request's results do not depend on the batch it came
+ * in: the tiles (up to four rows), the panels past them and each row
+ * alone add the same products in the same order and round them the same
+ * way. linear in f32 and f16, cutlass_scaled_mm in int8 and fp8 to every
+ * output dtype. Not bf16 linear: its tiles add products in pairs
+ * (VDPBF16PS) where the path has that instruction, its panels do not. */
+struct rows_case {
+    int kind; /* 0: linear, 1: int8 scaled_mm, 2: fp8 scaled_mm */
+    int dt;   /* linear's dtype, or the output's */
+};
+
+static void rows_call(int isa, const struct rows_case *c, void *out, const void *in, const void *w,
+                      const float *sa, const float *sb, const void *bias, int64_t m, int64_t n,
+                      int64_t k) {
+    if (c->kind == 0)
+        opreg__cpu_gemv_linear(isa, c->dt, out, in, w, bias, m, n, k);
+    else
+        opreg__cpu_gemv_scaled_mm(isa, c->kind == 2 ? OPREG_DTYPE_F8_E4M3FN : OPREG_DTYPE_I8, c->dt,
+                                  out, in, k, w, k, sa, true, sb, true, bias, m, n, k);
+}
+
+static bool rows_case_run(const struct rows_case *c) {
+    enum { MAXM = 16 };
+    static const int64_t ms[] = { 16, 7, 5, 4 };
+    const int64_t n = 37, k = 600; /* a partial panel; k past an int8 block */
+    size_t es = kt_es(c->dt), ies = c->kind ? 1 : es;
+    void *in = c->kind ? (void *)codes(c->kind == 2, MAXM * k) : kt_fill(c->dt, MAXM * k, -1, 1);
+    void *w = c->kind ? (void *)codes(c->kind == 2, n * k) : kt_fill(c->dt, n * k, -1, 1);
+    void *bias = kt_fill(c->dt, n, -1, 1);
+    char *all = malloc((size_t)(MAXM * n) * es), *one = malloc((size_t)n * es);
+    float sa[MAXM], sb[37];
+    bool ok = true;
+    for (int i = 0; i < MAXM; i++)
+        sa[i] = (float)kt_uniform(1e-3, 2e-3);
+    for (int j = 0; j < n; j++)
+        sb[j] = (float)kt_uniform(1e-3, 2e-3);
+    KT_FOR_EACH_ISA(isa) {
+        for (size_t t = 0; t < sizeof ms / sizeof ms[0] && ok; t++) {
+            rows_call(isa, c, all, in, w, sa, sb, bias, ms[t], n, k);
+            for (int64_t i = 0; i < ms[t] && ok; i++) {
+                rows_call(isa, c, one, (const char *)in + (size_t)(i * k) * ies, w, sa + i, sb,
+                          bias, 1, n, k);
+                if (memcmp(one, all + (size_t)(i * n) * es, (size_t)n * es) != 0) {
+                    fprintf(stderr,
+                            "rows [%s] %s %s: row %lld of %lld differs from the row alone\n",
+                            opreg__cpu_isa_name(isa),
+                            c->kind == 0   ? "linear"
+                            : c->kind == 1 ? "int8"
+                                           : "fp8",
+                            kt_dt_name(c->dt), (long long)i, (long long)ms[t]);
+                    ok = false;
+                }
+            }
+        }
+    }
+    free(in), free(w), free(bias), free(all), free(one);
+    return ok;
+}
+
+TEST(rows_independent_of_m) {
+    static const struct rows_case cases[] = {
+        { 0, OPREG_DTYPE_F32 }, { 0, OPREG_DTYPE_F16 },  { 1, OPREG_DTYPE_F32 },
+        { 1, OPREG_DTYPE_F16 }, { 1, OPREG_DTYPE_BF16 }, { 2, OPREG_DTYPE_F32 },
+        { 2, OPREG_DTYPE_F16 }, { 2, OPREG_DTYPE_BF16 },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        if (!rows_case_run(&cases[c])) {
+            test_current_failed = 1;
+            return;
+        }
+}
+
 int main(void) {
     kt_report_isas("test_cpu_gemv");
     RUN(linear_every_path_and_edge);
@@ -215,5 +288,6 @@ int main(void) {
     RUN(scaled_mm_every_path_and_edge);
     RUN(scaled_mm_fp8_nan_codes);
     RUN(scaled_mm_large_threaded);
+    RUN(rows_independent_of_m);
     return test_summary();
 }
