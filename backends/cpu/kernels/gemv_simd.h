@@ -186,7 +186,7 @@ AI float gemv_e4m3_sum(float sum, vseen seen) {
 
 /* One tile of fp8 (cutlass_scaled_mm): the input rows as f32 in
  * opreg__gemv_args.packed, in the panels' blocks of k (gemv_pack, zeros
- * past k), the weights widened as they stream by vwiden_e4m3_256, VW
+ * past k), the weights widened as they stream by vwiden_e4m3_256, 2 * VW
  * values of k a step, FMAs. */
 AI void gemv_fp8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int64_t j0, int nr) {
     const float *xb = (const float *)a->packed + i0 * OPREG__GEMV_KB;
@@ -194,7 +194,7 @@ AI void gemv_fp8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int6
     const uint8_t *w = (const uint8_t *)a->w + j0 * a->w_stride;
     size_t ws = (size_t)a->w_stride;
     int64_t p = 0, k = a->k;
-    vf acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
+    vf acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS], wh[OPREG__GEMV_COLS];
     vseen seen[OPREG__GEMV_COLS];
 #pragma GCC unroll 4
     for (int r = 0; r < nr; r++) {
@@ -203,8 +203,9 @@ AI void gemv_fp8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int6
         for (int i = 0; i < mt; i++)
             acc[i][r] = vzero();
     }
-    /* the last step's codes past k read as zeros, and x is zero there */
-    for (; p < k; p += VW) {
+    /* 2 * VW values a step (both within one block of x); the last step's
+     * codes past k read as zeros, and x is zero there */
+    for (; p < k; p += 2 * VW) {
         if (p % (4 * VW) == 0) {
 #pragma GCC unroll 4
             for (int r = 0; r < nr; r++)
@@ -212,8 +213,7 @@ AI void gemv_fp8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int6
         }
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++)
-            wv[r] = vwiden_e4m3_256(k - p >= VW ? vcodes_load(w + r * ws + p)
-                                                : vcodes_load_n(w + r * ws + p, k - p));
+            vwiden_e4m3_256(w + r * ws + p, k - p, &wv[r], &wh[r]);
         const float *x = xb + p / OPREG__GEMV_KB * xs + p % OPREG__GEMV_KB;
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++) {
@@ -221,6 +221,15 @@ AI void gemv_fp8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int6
 #pragma GCC unroll 4
             for (int r = 0; r < nr; r++)
                 acc[i][r] = vfma(xv, wv[r], acc[i][r]);
+        }
+        /* the second half as a loop of its own: folding the two into one
+         * loop over the halves measured slower at M = 4 (GCC 12) */
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            vf xv = vload(OPREG_DTYPE_F32, x + i * OPREG__GEMV_KB + VW);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                acc[i][r] = vfma(xv, wh[r], acc[i][r]);
         }
     }
 #pragma GCC unroll 4
@@ -519,19 +528,20 @@ AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *a
         int c = 0;
         for (int r = 0; r < nc; r++) {
             const char *src = w + r * ws + (size_t)p0 * es;
-            for (int64_t q = 0; q < kv; q += VW) {
-                vf v;
-                if (dt == OPREG_DTYPE_F8_E4M3FN) {
-                    /* a 256th of the weights, as gemv_fp8_tile */
-                    const uint8_t *cp = (const uint8_t *)src + q;
-                    if (q % (4 * VW) == 0) seen[r] = gemv_seen(seen[r], cp, kb - q);
-                    v = vwiden_e4m3_256(kb - q >= VW ? vcodes_load(cp) : vcodes_load_n(cp, kb - q));
-                } else {
-                    v = kb - q >= VW ? gemv_load(dt, src + (size_t)q * es)
-                                     : gemv_load_n(dt, src + (size_t)q * es, kb - q);
-                }
-                vstore(OPREG_DTYPE_F32, wb + r * OPREG__GEMV_KB + q, v);
+            /* fp8: a 256th of the weights, 2 * VW a step as gemv_fp8_tile
+             * (zeros past kv, still inside the row's buffer) */
+            for (int64_t q = 0; dt == OPREG_DTYPE_F8_E4M3FN && q < kv; q += 2 * VW) {
+                const uint8_t *cp = (const uint8_t *)src + q;
+                vf lo, hi;
+                if (q % (4 * VW) == 0) seen[r] = gemv_seen(seen[r], cp, kb - q);
+                vwiden_e4m3_256(cp, kb - q, &lo, &hi);
+                vstore(OPREG_DTYPE_F32, wb + r * OPREG__GEMV_KB + q, lo);
+                vstore(OPREG_DTYPE_F32, wb + r * OPREG__GEMV_KB + q + VW, hi);
             }
+            for (int64_t q = 0; dt != OPREG_DTYPE_F8_E4M3FN && q < kv; q += VW)
+                vstore(OPREG_DTYPE_F32, wb + r * OPREG__GEMV_KB + q,
+                       kb - q >= VW ? gemv_load(dt, src + (size_t)q * es)
+                                    : gemv_load_n(dt, src + (size_t)q * es, kb - q));
         }
         int64_t pfb;
         const char *pf = gemv_ahead(w, ws, a->k, p0, OPREG__GEMV_KB, es, next, &pfb);

@@ -292,23 +292,6 @@ VI vf e4m3_widen(__m128i c) {
     vf f = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
     return _mm256_blendv_ps(f, _mm256_set1_ps(NAN), _mm256_castsi256_ps(nan));
 }
-/* The GEMVs' weights: VW e4m3fn codes (vcodes_load; _n: the first n < VW,
- * zeros after, in the low bytes) and vwiden_e4m3_256, which makes them
- * floats of a 256th of their value in four instructions: sign-extended to
- * 16 bits and shifted left by 7, a code S.EEEE.MMM has its sign on bit 15,
- * EEEE on bits 13..10 and MMM on 9..7; with bit 14 (a copy of the sign)
- * cleared that is the f16 of value / 2^8 for every code, the subnormals
- * included (f16's exponent bias is 8 above e4m3's), and F16C widens it
- * exactly. The NaN codes (0x7F, 0xFF) come out as +-1.875, finite: the
- * caller finds them in the codes (gemv_seen in gemv_simd.h). */
-VI __m128i vcodes_load(const uint8_t *p) {
-    return _mm_loadl_epi64((const __m128i *)p);
-}
-VI __m128i vcodes_load_n(const uint8_t *p, int64_t n) {
-    unsigned char buf[16] = { 0 };
-    memcpy(buf, p, (size_t)n);
-    return _mm_loadl_epi64((const __m128i *)buf);
-}
 /* The NaN codes among 4 * VW codes at p (_n: the first n < 4 * VW): the
  * low 7 bits' largest kept a byte at a time in seen; vseen_nan: whether
  * any was 0x7F. */
@@ -328,9 +311,28 @@ VI vseen vseen_add_n(vseen s, const uint8_t *p, int64_t n) {
 VI bool vseen_nan(vseen s) {
     return _mm256_movemask_epi8(_mm256_cmpeq_epi8(s, _mm256_set1_epi8(0x7F))) != 0;
 }
-VI vf vwiden_e4m3_256(__m128i c) {
-    __m128i h = _mm_slli_epi16(_mm_cvtepi8_epi16(c), 7);
-    return _mm256_cvtph_ps(_mm_and_si128(h, _mm_set1_epi16((short)0xBF80)));
+/* The GEMVs' weights: 2 * VW e4m3fn codes at p (the first n, zeros after,
+ * when n < 2 * VW) as floats of a 256th of their value into *lo and *hi,
+ * in four integer steps for both halves and F16C: sign-extended to 16 bits
+ * and shifted left by 7, a code S.EEEE.MMM has its sign on bit 15, EEEE
+ * on bits 13..10 and MMM on 9..7; with bit 14 (a copy of the sign)
+ * cleared that is the f16 of value / 2^8 for every code, the subnormals
+ * included (f16's exponent bias is 8 above e4m3's), and VCVTPH2PS widens
+ * it exactly. The NaN codes (0x7F, 0xFF) come out as +-1.875, finite: the
+ * caller finds them in the codes (gemv_seen in gemv_simd.h). */
+VI void vwiden_e4m3_256(const uint8_t *p, int64_t n, vf *lo, vf *hi) {
+    __m128i c;
+    if (n >= 2 * VW) {
+        c = _mm_loadu_si128((const __m128i *)p);
+    } else {
+        unsigned char buf[16] = { 0 };
+        memcpy(buf, p, (size_t)n);
+        c = _mm_loadu_si128((const __m128i *)buf);
+    }
+    __m256i h = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(c), 7),
+                                 _mm256_set1_epi16((short)0xBF80));
+    *lo = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
+    *hi = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
 }
 /* VW e4m3fn codes at p as floats; _n: the first n < VW, zeros after. */
 VI vf vload_e4m3(const uint8_t *p) {

@@ -314,15 +314,6 @@ VI vf e4m3_widen(__m256i c) {
     vf f = _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
     return _mm512_mask_mov_ps(f, nan, _mm512_set1_ps(NAN));
 }
-/* The GEMVs' weights: VW e4m3fn codes (vcodes_load; _n: the first n < VW,
- * zeros after) widened to a 256th of their value by vwiden_e4m3_256, see
- * simd_avx2.h. */
-VI __m128i vcodes_load(const uint8_t *p) {
-    return _mm_loadu_si128((const __m128i *)p);
-}
-VI __m128i vcodes_load_n(const uint8_t *p, int64_t n) {
-    return _mm_maskz_loadu_epi8(tail_mask(n), p);
-}
 /* The NaN codes among 4 * VW codes at p (_n: the first n < 4 * VW): the
  * low 7 bits' largest kept a byte at a time in seen; vseen_nan: whether
  * any was 0x7F. */
@@ -340,9 +331,16 @@ VI vseen vseen_add_n(vseen s, const uint8_t *p, int64_t n) {
 VI bool vseen_nan(vseen s) {
     return _mm512_cmpeq_epi8_mask(s, _mm512_set1_epi8(0x7F)) != 0;
 }
-VI vf vwiden_e4m3_256(__m128i c) {
-    __m256i h = _mm256_slli_epi16(_mm256_cvtepi8_epi16(c), 7);
-    return _mm512_cvtph_ps(_mm256_and_si256(h, _mm256_set1_epi16((short)0xBF80)));
+/* The GEMVs' weights: 2 * VW e4m3fn codes at p (the first n, zeros after,
+ * when n < 2 * VW) as floats of a 256th of their value into *lo and *hi,
+ * see simd_avx2.h; the integer steps on one zmm for both halves. */
+VI void vwiden_e4m3_256(const uint8_t *p, int64_t n, vf *lo, vf *hi) {
+    __m256i c = n >= 2 * VW ? _mm256_loadu_si256((const __m256i *)p)
+                            : _mm256_maskz_loadu_epi8((__mmask32)((1ull << n) - 1u), p);
+    __m512i h = _mm512_and_si512(_mm512_slli_epi16(_mm512_cvtepi8_epi16(c), 7),
+                                 _mm512_set1_epi16((short)0xBF80));
+    *lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+    *hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
 }
 /* VW e4m3fn codes at p as floats; _n: the first n < VW, zeros after. */
 VI vf vload_e4m3(const uint8_t *p) {
