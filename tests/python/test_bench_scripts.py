@@ -6,6 +6,7 @@ both ways of reading torch tensors; bench_small.py must honour --pool and
 --ops. Skips (77) without torch."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -38,9 +39,13 @@ def run(script, *args):
 
 lines = run("bench_python.py", "--rounds", "1", "--calls", "2000")
 cases = {d["case"]: d for d in lines}
+# A figure, not its size: most cases report their time less an empty
+# loop's, and with one round on a busy machine that difference can come
+# out at or below zero.
 for name in ("trivial_function", "rms_norm", "null_op", "rms_norm_in_c", "rms_norm_torch",
              "torch_ops_opreg", "torch_native"):
-    check(name in cases and cases[name]["ns_per_call"] > 0, "bench_python: case %s" % name)
+    check(name in cases and math.isfinite(cases[name]["ns_per_call"]),
+          "bench_python: case %s" % name)
 exchange = hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
 check("rms_norm_torch_exchange" in cases if exchange else "rms_norm_torch_dlpack" in cases,
       "bench_python: torch %s: the direct path is timed beside the one it replaces"
