@@ -52,10 +52,9 @@ static int64_t groups(int64_t n) {
  * OPREG__GEMV_KB8 and each row's sum by gemv_pack_u8), in memory the
  * caller frees; NULL without memory. */
 static void *pack_rows(const struct opreg__cpu_simd *s, const struct opreg__gemv_args *a, bool u8) {
-    int64_t kb = u8 ? OPREG__GEMV_KB8 : OPREG__GEMV_KB, blocks = (a->k + kb - 1) / kb;
-    /* int8: each row's sum after the blocks */
-    size_t bytes = (size_t)(blocks * a->m * kb) * (u8 ? 1 : sizeof(float)) +
-                   (u8 ? (size_t)a->m * sizeof(int32_t) : 0);
+    int64_t blocks = (a->k + OPREG__GEMV_KB - 1) / OPREG__GEMV_KB;
+    size_t bytes = u8 ? (size_t)opreg__gemv_u8_blocks_bytes(a) + (size_t)a->m * sizeof(int32_t)
+                      : (size_t)(blocks * a->m * OPREG__GEMV_KB) * sizeof(float);
     void *x = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (x && u8)
         s->gemv_pack_u8(a, x);

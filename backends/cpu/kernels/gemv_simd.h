@@ -736,12 +736,8 @@ static void gemv_int8_u8_range(const void *args, int64_t c0, int64_t c1) {
  * correction costs nothing per weight row, where sum(w) would cost a
  * VPDPBUSD per 64 weights on the port the products need. int32 sums in
  * memory between blocks; they wrap and come out exact as gemv_u8_tile's. */
-AI int64_t gemv_u8_blocks_bytes(const struct opreg__gemv_args *a) {
-    return (a->k + OPREG__GEMV_KB8 - 1) / OPREG__GEMV_KB8 * OPREG__GEMV_KB8 * a->m;
-}
-
 static void gemv_pack_u8(const struct opreg__gemv_args *a, uint8_t *dst) {
-    int32_t *sums = (int32_t *)(void *)(dst + gemv_u8_blocks_bytes(a));
+    int32_t *sums = (int32_t *)(void *)(dst + opreg__gemv_u8_blocks_bytes(a));
     for (int64_t i = 0; i < a->m; i++)
         sums[i] = 0;
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB8)
@@ -767,7 +763,7 @@ AI void gemv_u8_panel(const struct opreg__gemv_args *a, int8_t *wb, __m512i *acc
                       int nc, int next) {
     const int8_t *w = (const int8_t *)a->w + j0 * a->w_stride;
     const uint8_t *x = a->packed;
-    const int32_t *xsum = (const int32_t *)(const void *)(x + gemv_u8_blocks_bytes(a));
+    const int32_t *xsum = (const int32_t *)(const void *)(x + opreg__gemv_u8_blocks_bytes(a));
     size_t ws = (size_t)a->w_stride;
     int64_t m = a->m;
     /* as in gemv_panel */

@@ -100,6 +100,12 @@ struct opreg__gemv_args {
 #define OPREG__GEMV_KB    128
 #define OPREG__GEMV_KB8   512 /* int8 values of k a block */
 
+/* The bytes of the int8 panels' packed input rows before each row's sum
+ * (gemv_pack_u8): every row's blocks of k, the last one padded. */
+static inline int64_t opreg__gemv_u8_blocks_bytes(const struct opreg__gemv_args *a) {
+    return (a->k + OPREG__GEMV_KB8 - 1) / OPREG__GEMV_KB8 * OPREG__GEMV_KB8 * a->m;
+}
+
 /* The portable paged_attention_v1 over items [r0, r1). */
 void opreg__cpu_pa_portable_range(const void *args, int64_t r0, int64_t r1);
 

@@ -231,15 +231,15 @@ static void rows_call(int isa, const struct rows_case *c, void *out, const void 
 }
 
 static bool rows_case_run(const struct rows_case *c) {
-    enum { MAXM = 16 };
+    enum { MAXM = 16, N = 37 }; /* N: a partial panel */
     static const int64_t ms[] = { 16, 7, 5, 4 };
-    const int64_t n = 37, k = 600; /* a partial panel; k past an int8 block */
+    const int64_t n = N, k = 600; /* k past an int8 block */
     size_t es = kt_es(c->dt), ies = c->kind ? 1 : es;
     void *in = c->kind ? (void *)codes(c->kind == 2, MAXM * k) : kt_fill(c->dt, MAXM * k, -1, 1);
     void *w = c->kind ? (void *)codes(c->kind == 2, n * k) : kt_fill(c->dt, n * k, -1, 1);
     void *bias = kt_fill(c->dt, n, -1, 1);
     char *all = malloc((size_t)(MAXM * n) * es), *one = malloc((size_t)n * es);
-    float sa[MAXM], sb[37];
+    float sa[MAXM], sb[N];
     bool ok = true;
     for (int i = 0; i < MAXM; i++)
         sa[i] = (float)kt_uniform(1e-3, 2e-3);
