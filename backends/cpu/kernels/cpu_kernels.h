@@ -110,6 +110,18 @@ void opreg__cpu_fp8_dynamic(int isa, int dt, uint8_t *out, float *scale, const v
  * NULL), all dense in @p dt (F32, F16 or BF16), f32 sums rounded once. */
 void opreg__cpu_gemv_linear(int isa, int dt, void *out, const void *in, const void *w,
                             const void *bias, int64_t m, int64_t n, int64_t k);
+/* Whether bf16 linear past one tile of rows and fp8 cutlass_scaled_mm run
+ * on VDPBF16PS (the pairs kernels) instead of FMAs: on the avx512_bf16 path
+ * where VDPBF16PS runs at least half as many instructions a second as FMA,
+ * timed on first use; OPREG_CPU_VDPBF16PS=0 or 1 decides instead. fp8
+ * also needs AVX512-VBMI. */
+int opreg__cpu_gemv_pairs(void);
+/* Force that choice (0 or 1; -1: decide again on next use); returns the
+ * previous value. For tests, not while kernels run on other threads. */
+int opreg__cpu_set_gemv_pairs(int on);
+/* Whether the CPU has AVX512-VBMI (cpuid, read once). */
+bool opreg__cpu_has_vbmi(void);
+
 /* cutlass_scaled_mm: @p dt I8 (int32 sums) or F8_E4M3FN (f32 sums) for a
  * [m, k], rows @p a_stride apart, and b [k, n] column-major, columns
  * @p b_stride apart; out [m, n] dense in @p out_dt (F32, F16 or BF16) and

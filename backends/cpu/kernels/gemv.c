@@ -4,7 +4,9 @@
  * own contiguous part of the weights. */
 #include "backends/cpu/kernels/kern_internal.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 static float ld_float(int dt, const void *p, int64_t i) {
     if (dt == OPREG_DTYPE_F8_E4M3FN) return opreg__e4m3fn_to_f32(((const uint8_t *)p)[i]);
@@ -73,6 +75,51 @@ static void *panel_rows(const struct opreg__cpu_simd *s, const struct opreg__gem
     return pack_rows(s, a, u8);
 }
 
+/* VDPBF16PS does two products a lane where an FMA does one: at half FMA's
+ * instruction rate or better the pairs kernels do more arithmetic a
+ * second than the FMA ones, and they widen less. Measured:
+ * docs/performance.md, "bf16 pairs where VDPBF16PS is fast". */
+#define PAIRS_MIN_RATE 0.5
+
+/* Whether the pairs kernels take their calls: -1 until first asked, then
+ * OPREG_CPU_VDPBF16PS (0 or 1) or what gemv_pairs_rate measured, once. */
+static atomic_int pairs_on = -1;
+
+int opreg__cpu_set_gemv_pairs(int on) {
+    return atomic_exchange_explicit(&pairs_on, on, memory_order_relaxed);
+}
+
+int opreg__cpu_gemv_pairs(void) {
+    const struct opreg__cpu_simd *s = opreg__cpu_simd_for(opreg__cpu_isa());
+    int on = atomic_load_explicit(&pairs_on, memory_order_relaxed);
+    if (!s || !s->gemv_pairs) return 0;
+    if (on < 0) {
+        const char *e = getenv("OPREG_CPU_VDPBF16PS");
+        if (e && (strcmp(e, "0") == 0 || strcmp(e, "1") == 0))
+            on = e[0] == '1';
+        else
+            on = s->gemv_pairs->rate() >= PAIRS_MIN_RATE;
+        atomic_store_explicit(&pairs_on, on, memory_order_relaxed);
+    }
+    return on;
+}
+
+/* The pairs kernels for dt on path s, with their input rows packed into
+ * *packed (which the caller frees); NULL when they do not take the call
+ * or there is no memory. */
+static const struct opreg__gemv_pairs *pairs_rows(const struct opreg__cpu_simd *s,
+                                                  const struct opreg__gemv_args *a, void **packed) {
+    bool fp8 = a->dt == OPREG_DTYPE_F8_E4M3FN;
+    if (!s || !s->gemv_pairs || (fp8 && !opreg__cpu_has_vbmi()) || !opreg__cpu_gemv_pairs())
+        return NULL;
+    int64_t blocks = (a->k + OPREG__GEMV_KBP - 1) / OPREG__GEMV_KBP;
+    uint16_t *x = aligned_alloc(64, (size_t)(blocks * a->m * OPREG__GEMV_KBP) * sizeof(uint16_t));
+    if (!x) return NULL;
+    (fp8 ? s->gemv_pairs->pack_fp8 : s->gemv_pairs->pack_bf16)(a, x);
+    *packed = x;
+    return s->gemv_pairs;
+}
+
 /* The bytes that opreg__cpu_parallel sizes its tasks by: the weights, or a
  * quarter of them for the panel kernels, whose tasks should span a few
  * panels so that each reads the packed rows from L2 fewer times. */
@@ -104,12 +151,17 @@ void opreg__cpu_gemv_linear(int isa, int dt, void *out, const void *in, const vo
     /* k = 0: the result is the bias or zeros, and the operands may have no
      * data to form addresses from; the portable loop reads none. */
     if (k == 0) s = NULL;
-    void *packed = panel_rows(s, &a);
+    void *packed = NULL;
+    opreg__cpu_range_fn fn = s ? s->gemv_linear : gemv_float_portable;
+    const struct opreg__gemv_pairs *pairs;
+    if (dt == OPREG_DTYPE_BF16 && s && m > s->gemv_tile_rows &&
+        (pairs = pairs_rows(s, &a, &packed)))
+        fn = pairs->bf16;
+    else if ((packed = panel_rows(s, &a)))
+        fn = s->gemv_panel_linear;
     a.packed = packed;
-    opreg__cpu_parallel(packed ? s->gemv_panel_linear
-                        : s    ? s->gemv_linear
-                               : gemv_float_portable,
-                        &a, groups(n), task_bytes(n * k * (int64_t)elem_bytes(dt), packed != NULL));
+    opreg__cpu_parallel(fn, &a, groups(n),
+                        task_bytes(n * k * (int64_t)elem_bytes(dt), packed != NULL));
     free(packed);
 }
 
@@ -139,12 +191,16 @@ void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const voi
     };
     opreg__cpu_range_fn fn = dt == OPREG_DTYPE_I8 ? gemv_int8_portable : gemv_float_portable;
     void *packed = NULL;
+    const struct opreg__gemv_pairs *pairs;
     if (m == 0) return;
     /* The packed kernels take the input rows converted once here, a few
      * rows against the whole weight stream; without memory for them, the
      * portable loops or the path's other kernels. */
-    bool panel = (packed = panel_rows(s, &a)) != NULL;
-    if (panel) {
+    bool panel = false;
+    if (dt == OPREG_DTYPE_F8_E4M3FN && (pairs = pairs_rows(s, &a, &packed))) {
+        fn = pairs->fp8;
+        panel = m > s->gemv_tile_rows;
+    } else if ((panel = (packed = panel_rows(s, &a)) != NULL)) {
         fn = dt == OPREG_DTYPE_I8 ? s->gemv_panel_int8 : s->gemv_panel_fp8;
     } else if (s && dt == OPREG_DTYPE_I8 && s->gemv_int8_u8 &&
                (packed = malloc((size_t)(m * k) + 1))) {

@@ -419,49 +419,107 @@ AI void gemv_u8_panel_tile(const uint8_t *x, const int8_t *w, __m512i *acc, int6
             _mm512_store_si512(acc + i * OPREG__GEMV_PANEL + r, s[i][r]);
 }
 
+/* The bf16 pairs panel's tile: input rows at x (OPREG__GEMV_KBP values
+ * apart, zeros past k) and weight rows at w (@p ws bytes apart), kb values
+ * of each, the last step's weights past kb read as zeros; sums as
+ * gemv_panel_tile's. Each lane's pairs come in gemv_pairs_tile's order. */
+AI void gemv_pairs_panel_tile(const uint16_t *x, const void *w, size_t ws, float *acc, int64_t kb,
+                              int mt, int nr, int first) {
+    const char *wp = w;
+    vf s[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
+    int64_t q = 0;
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            s[i][r] =
+                first ? vzero() : vload(OPREG_DTYPE_F32, acc + (i * OPREG__GEMV_PANEL + r) * VW);
+    for (; q + 2 * VW <= kb; q += 2 * VW) {
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            wv[r] = vload_bits(wp + r * ws + (size_t)q * 2);
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            vf xv = vload_bits(x + i * OPREG__GEMV_KBP + q);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                s[i][r] = vdot_bf16x2(s[i][r], xv, wv[r]);
+        }
+    }
+    if (q < kb) {
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            wv[r] = vload_bits_n(wp + r * ws + (size_t)q * 2, (kb - q) * 2);
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            vf xv = vload_bits(x + i * OPREG__GEMV_KBP + q);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                s[i][r] = vdot_bf16x2(s[i][r], xv, wv[r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            vstore(OPREG_DTYPE_F32, acc + (i * OPREG__GEMV_PANEL + r) * VW, s[i][r]);
+}
+
 #endif
 
+/* The panel kernels' tiles (gemv_any_panel_tile). */
+enum { GEMV_PANEL_F32, GEMV_PANEL_U8, GEMV_PANEL_PAIRS };
+
 /* One tile of the panel kernels at input row i: f32 (gemv_panel_tile), or
- * with @p u8 the int8 one (gemv_u8_panel_tile, on AVX512-VNNI only); in
- * the @p first block the sums start from zero instead of memory. */
-AI void gemv_any_panel_tile(int u8, int first, const void *x, const void *w, void *acc, int64_t i,
-                            int64_t kv, int mt, int nr) {
+ * the int8 one (gemv_u8_panel_tile) or the bf16 pairs one
+ * (gemv_pairs_panel_tile, both on AVX512-BF16 only, the latter's weight
+ * rows @p ws bytes apart); in the @p first block the sums start from zero
+ * instead of memory. */
+AI void gemv_any_panel_tile(int kind, int first, const void *x, const void *w, size_t wrs,
+                            void *acc, int64_t i, int64_t kv, int mt, int nr) {
 #ifdef OPREG__SIMD_BF16
-    if (u8) {
+    if (kind == GEMV_PANEL_U8) {
         gemv_u8_panel_tile((const uint8_t *)x + i * OPREG__GEMV_KB8, w,
                            (__m512i *)acc + i * OPREG__GEMV_PANEL, kv, mt, nr, first);
         return;
     }
+    if (kind == GEMV_PANEL_PAIRS) {
+        gemv_pairs_panel_tile((const uint16_t *)x + i * OPREG__GEMV_KBP, w, wrs,
+                              (float *)acc + i * OPREG__GEMV_PANEL * VW, kv, mt, nr, first);
+        return;
+    }
 #else
-    (void)u8;
+    (void)kind;
+    (void)wrs;
 #endif
     gemv_panel_tile((const float *)x + i * OPREG__GEMV_KB, w,
                     (float *)acc + i * OPREG__GEMV_PANEL * VW, kv, mt, nr, first);
 }
 
-/* Every input row of one block against @p nr weight rows, the weights of
- * a later block (@p pfb bytes of each row from @p pf, rows @p ws apart;
- * none when pf is NULL) fetched a row before each tile. */
-AI void gemv_panel_rows(int u8, int first, const void *x, const void *w, void *acc, int64_t m,
-                        int64_t kv, int nr, const char *pf, size_t ws, int64_t pfb) {
+/* Every input row of one block against @p nr weight rows at @p w (@p wrs
+ * bytes apart, for the pairs tiles; the others' are the blocks'), the
+ * weights of a later block (@p pfb bytes of each row from @p pf, rows @p ws
+ * apart; none when pf is NULL) fetched a row before each tile. */
+AI void gemv_panel_rows(int kind, int first, const void *x, const void *w, size_t wrs, void *acc,
+                        int64_t m, int64_t kv, int nr, const char *pf, size_t ws, int64_t pfb) {
     int64_t i = 0;
     int t = 0;
     for (; i + VGEMV_ROWS <= m; i += VGEMV_ROWS, t++) {
         if (pf && t < nr) gemv_prefetch(pf + t * ws, pfb);
-        gemv_any_panel_tile(u8, first, x, w, acc, i, kv, VGEMV_ROWS, nr);
+        gemv_any_panel_tile(kind, first, x, w, wrs, acc, i, kv, VGEMV_ROWS, nr);
     }
     if (pf)
         for (; t < nr; t++)
             gemv_prefetch(pf + t * ws, pfb);
     switch (m - i) {
     case 3:
-        gemv_any_panel_tile(u8, first, x, w, acc, i, kv, 3, nr);
+        gemv_any_panel_tile(kind, first, x, w, wrs, acc, i, kv, 3, nr);
         break;
     case 2:
-        gemv_any_panel_tile(u8, first, x, w, acc, i, kv, 2, nr);
+        gemv_any_panel_tile(kind, first, x, w, wrs, acc, i, kv, 2, nr);
         break;
     case 1:
-        gemv_any_panel_tile(u8, first, x, w, acc, i, kv, 1, nr);
+        gemv_any_panel_tile(kind, first, x, w, wrs, acc, i, kv, 1, nr);
         break;
     default:
         break;
@@ -546,11 +604,11 @@ AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *a
         int64_t pfb;
         const char *pf = gemv_ahead(w, ws, a->k, p0, OPREG__GEMV_KB, es, next, &pfb);
         for (; c + OPREG__GEMV_COLS <= nc; c += OPREG__GEMV_COLS)
-            gemv_panel_rows(0, p0 == 0, x, wb + c * OPREG__GEMV_KB, acc + c * VW, m, kv,
-                            OPREG__GEMV_COLS, pf ? pf + c * ws : NULL, ws, pfb);
+            gemv_panel_rows(GEMV_PANEL_F32, p0 == 0, x, wb + c * OPREG__GEMV_KB, 0, acc + c * VW, m,
+                            kv, OPREG__GEMV_COLS, pf ? pf + c * ws : NULL, ws, pfb);
         for (; c < nc; c++)
-            gemv_panel_rows(0, p0 == 0, x, wb + c * OPREG__GEMV_KB, acc + c * VW, m, kv, 1,
-                            pf ? pf + c * ws : NULL, ws, pfb);
+            gemv_panel_rows(GEMV_PANEL_F32, p0 == 0, x, wb + c * OPREG__GEMV_KB, 0, acc + c * VW, m,
+                            kv, 1, pf ? pf + c * ws : NULL, ws, pfb);
     }
     /* fp8: each sum times 256, or NaN for a weight row with a NaN code */
     float times[OPREG__GEMV_PANEL];
@@ -783,11 +841,11 @@ AI void gemv_u8_panel(const struct opreg__gemv_args *a, int8_t *wb, __m512i *acc
                                    _mm512_xor_si512(v, _mm512_set1_epi8(-128)));
             }
         for (; c + OPREG__GEMV_COLS <= nc; c += OPREG__GEMV_COLS)
-            gemv_panel_rows(1, p0 == 0, x, wb + c * OPREG__GEMV_KB8, acc + c, m, kv,
+            gemv_panel_rows(GEMV_PANEL_U8, p0 == 0, x, wb + c * OPREG__GEMV_KB8, 0, acc + c, m, kv,
                             OPREG__GEMV_COLS, pf ? pf + c * ws : NULL, ws, pfb);
         for (; c < nc; c++)
-            gemv_panel_rows(1, p0 == 0, x, wb + c * OPREG__GEMV_KB8, acc + c, m, kv, 1,
-                            pf ? pf + c * ws : NULL, ws, pfb);
+            gemv_panel_rows(GEMV_PANEL_U8, p0 == 0, x, wb + c * OPREG__GEMV_KB8, 0, acc + c, m, kv,
+                            1, pf ? pf + c * ws : NULL, ws, pfb);
     }
     for (int64_t i = 0; i < m; i++) {
         __m512i d = _mm512_sub_epi32(gemv_hsum16(acc + i * OPREG__GEMV_PANEL),
@@ -813,6 +871,330 @@ static void gemv_panel_int8_range(const void *args, int64_t c0, int64_t c1) {
                       j + 2 * OPREG__GEMV_PANEL <= end);
     free(wb);
 }
+
+/* ---- the pairs kernels: VDPBF16PS where it is fast ------------------------ */
+
+/* Where VDPBF16PS runs about as many instructions a second as FMA (Zen 4
+ * and 5; gemv_pairs_rate times it, gemv.c decides), one of them does twice
+ * an FMA's products, and these kernels take bf16 linear past one tile of
+ * input rows and fp8 cutlass_scaled_mm at every m instead of the FMA
+ * kernels above. bf16: the panel scheme with the weights' pairs multiplied
+ * where they lie, nothing widened. fp8: each 64 codes become bf16 pairs
+ * (exact: every e4m3 value is a bf16) in five instructions; the input rows
+ * too, once per call. The input rows come packed in blocks of
+ * OPREG__GEMV_KBP values of k, row i of block b at (b * m + i) *
+ * OPREG__GEMV_KBP, zeros past k (gemv_pack_pairs_bf16 and _fp8).
+ *
+ * Each lane adds its pairs in gemv_pairs_tile's order and the lanes are
+ * added as vhsum adds them, so a row's results do not depend on how many
+ * rows the call has. fp8's products are exact (VDPBF16PS reads no
+ * subnormal here: the smallest e4m3 value, 2^-9, is a normal bf16) and
+ * every partial sum is a multiple of 2^-18 or zero, so nothing is flushed
+ * either: the sums are the FMA kernels' up to their order. NaN codes are
+ * bf16 NaNs, which the products carry to the sum. */
+
+/* The bf16 bits of each e4m3fn magnitude code 0x00-0x7F, their high bytes
+ * then their low bytes, for VPERMT2B: normals are (code << 4) + 0x3C00,
+ * the subnormals m * 2^-9 normal bf16s, 0x7F the NaN 0x7FC0. */
+/* clang-format off */
+static const uint8_t gemv_e4m3_bf16_bytes[256] __attribute__((aligned(64))) = {
+    /* high bytes */
+    0x00, 0x3B, 0x3B, 0x3B, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C,
+    0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D,
+    0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E,
+    0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F,
+    0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40,
+    0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
+    0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42,
+    0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x7F,
+    /* low bytes */
+    0x00, 0x00, 0x80, 0xC0, 0x00, 0x20, 0x40, 0x60, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xC0,
+};
+/* clang-format on */
+
+/* The fp8 pairs functions use VPERMT2B (AVX512-VBMI): their target adds
+ * it to the path's, and gemv.c calls them only where cpuid has it. */
+#define GEMV_VBMI                                                                                  \
+    __attribute__((target(                                                                         \
+        "avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,avx2,fma,f16c,avx512vbmi")))
+
+/* The table above in four registers: high bytes 0-63, 64-127, low bytes
+ * 0-63, 64-127. */
+GEMV_VBMI AI void gemv_e4m3_table(__m512i tab[4]) {
+    for (int t = 0; t < 4; t++)
+        tab[t] = _mm512_load_si512(gemv_e4m3_bf16_bytes + 64 * t);
+}
+
+/* 64 e4m3fn codes at p (the first n, zeros after, when n < 64) as bf16
+ * pairs: *lo holds codes 0-7, 16-23, 32-39 and 48-55, *hi the others, the
+ * order of VPUNPCKLBW and VPUNPCKHBW, in which the input rows are packed
+ * too. Two table lookups, the sign bit, two interleaves. */
+GEMV_VBMI AI void gemv_e4m3_pairs(const uint8_t *p, int64_t n, const __m512i tab[4], vf *lo,
+                                  vf *hi) {
+    __m512i c =
+        n >= 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8((__mmask64)((1ull << n) - 1u), p);
+    /* VPERMT2B reads bits 0-6 of each code; bit 7, the sign, ORed in */
+    __m512i h = _mm512_permutex2var_epi8(tab[0], c, tab[1]);
+    __m512i l = _mm512_permutex2var_epi8(tab[2], c, tab[3]);
+    h = _mm512_ternarylogic_epi32(h, c, _mm512_set1_epi8((char)0x80), 0xF8); /* h | (c & 0x80) */
+    *lo = _mm512_castsi512_ps(_mm512_unpacklo_epi8(l, h));
+    *hi = _mm512_castsi512_ps(_mm512_unpackhi_epi8(l, h));
+}
+
+/* The input rows for the pairs kernels: bf16 copied, fp8 through
+ * gemv_e4m3_pairs (64 values a step, the blocks being a multiple). */
+static void gemv_pack_pairs_bf16(const struct opreg__gemv_args *a, uint16_t *dst) {
+    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KBP)
+        for (int64_t i = 0; i < a->m; i++, dst += OPREG__GEMV_KBP) {
+            const uint16_t *src = (const uint16_t *)a->in + i * a->in_stride + p0;
+            int64_t kb = a->k - p0;
+            for (int64_t q = 0; q < OPREG__GEMV_KBP; q += 2 * VW)
+                vstore(OPREG_DTYPE_F32, dst + q,
+                       kb - q >= 2 * VW ? vload_bits(src + q)
+                       : kb > q         ? vload_bits_n(src + q, (kb - q) * 2)
+                                        : vzero());
+        }
+}
+
+GEMV_VBMI static void gemv_pack_pairs_fp8(const struct opreg__gemv_args *a, uint16_t *dst) {
+    __m512i tab[4];
+    gemv_e4m3_table(tab);
+    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KBP)
+        for (int64_t i = 0; i < a->m; i++, dst += OPREG__GEMV_KBP) {
+            const uint8_t *src = (const uint8_t *)a->in + i * a->in_stride + p0;
+            int64_t kb = a->k - p0;
+            for (int64_t q = 0; q < OPREG__GEMV_KBP; q += 4 * VW) {
+                vf lo = vzero(), hi = vzero();
+                if (kb > q) gemv_e4m3_pairs(src + q, kb - q, tab, &lo, &hi);
+                vstore(OPREG_DTYPE_F32, dst + q, lo);
+                vstore(OPREG_DTYPE_F32, dst + q + 2 * VW, hi);
+            }
+        }
+}
+
+/* The pairs kernels' outputs of input rows [0, m) and weight rows [j0, j0
+ * + nc) from their sums in @p acc (gemv_panel's layout). */
+AI void gemv_pairs_out(int fp8, const struct opreg__gemv_args *a, const float *acc, int64_t j0,
+                       int nc) {
+    for (int64_t i = 0; i < a->m; i++)
+        for (int r = 0; r < nc; r += VW) {
+            int n = nc - r < VW ? nc - r : VW;
+            vf sum = vhsum_each(acc + (i * OPREG__GEMV_PANEL + r) * VW);
+            if (fp8)
+                gemv_scaled_outv(a, i, j0 + r, n, sum);
+            else
+                gemv_linear_outv(OPREG_DTYPE_BF16, a, i, j0 + r, n, sum);
+        }
+}
+
+/* One block of the pairs panels: every input row (at @p x) against @p nc
+ * weight rows at @p w, @p wrs bytes apart, kb values of k; the next
+ * blocks' weights fetched as gemv_panel_rows does. */
+AI void gemv_pairs_block(int first, const uint16_t *x, const char *w, size_t wrs, float *acc,
+                         int64_t m, int64_t kb, int nc, const char *pf, size_t ws, int64_t pfb) {
+    int c = 0;
+    for (; c + OPREG__GEMV_COLS <= nc; c += OPREG__GEMV_COLS)
+        gemv_panel_rows(GEMV_PANEL_PAIRS, first, x, w + c * wrs, wrs, acc + c * VW, m, kb,
+                        OPREG__GEMV_COLS, pf ? pf + c * ws : NULL, ws, pfb);
+    for (; c < nc; c++)
+        gemv_panel_rows(GEMV_PANEL_PAIRS, first, x, w + c * wrs, wrs, acc + c * VW, m, kb, 1,
+                        pf ? pf + c * ws : NULL, ws, pfb);
+}
+
+/* Where the sums of a panel's missing weight rows are: zeros, for the
+ * first block's tiles to start from. */
+AI void gemv_pairs_zero(float *acc, int64_t m, int nc) {
+    for (int64_t e = 0; nc < OPREG__GEMV_PANEL && e < m * OPREG__GEMV_PANEL * VW; e += VW)
+        vstore(OPREG_DTYPE_F32, acc + e, vzero());
+}
+
+/* bf16 weight rows [j0, j0 + nc), nc <= OPREG__GEMV_PANEL, against every
+ * input row, multiplied where they lie; @p acc holds the sums. */
+AI void gemv_pairs_panel_bf16(const struct opreg__gemv_args *a, float *acc, int64_t j0, int nc,
+                              int next) {
+    size_t ws = (size_t)a->w_stride * 2;
+    const char *w = (const char *)a->w + (size_t)j0 * ws;
+    const uint16_t *x = a->packed;
+    gemv_pairs_zero(acc, a->m, nc);
+    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KBP, x += a->m * OPREG__GEMV_KBP) {
+        int64_t kb = a->k - p0 < OPREG__GEMV_KBP ? a->k - p0 : OPREG__GEMV_KBP, pfb;
+        const char *pf = gemv_ahead(w, ws, a->k, p0, OPREG__GEMV_KBP, 2, next, &pfb);
+        gemv_pairs_block(p0 == 0, x, w + (size_t)p0 * 2, ws, acc, a->m, kb, nc, pf, ws, pfb);
+    }
+    gemv_pairs_out(0, a, acc, j0, nc);
+}
+
+/* fp8 weight rows as gemv_pairs_panel_bf16, each block widened into @p wb
+ * first (zeros past k to the next 64 values, which the tiles read). */
+GEMV_VBMI AI void gemv_pairs_panel_fp8(const struct opreg__gemv_args *a, uint16_t *wb, float *acc,
+                                       int64_t j0, int nc, int next) {
+    size_t ws = (size_t)a->w_stride;
+    const uint8_t *w = (const uint8_t *)a->w + (size_t)j0 * ws;
+    const uint16_t *x = a->packed;
+    __m512i tab[4];
+    gemv_e4m3_table(tab);
+    gemv_pairs_zero(acc, a->m, nc);
+    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KBP, x += a->m * OPREG__GEMV_KBP) {
+        int64_t kb = a->k - p0 < OPREG__GEMV_KBP ? a->k - p0 : OPREG__GEMV_KBP, pfb;
+        const char *pf = gemv_ahead((const char *)w, ws, a->k, p0, OPREG__GEMV_KBP, 1, next, &pfb);
+        for (int r = 0; r < nc; r++)
+            for (int64_t q = 0; q < kb; q += 4 * VW) {
+                vf lo, hi;
+                gemv_e4m3_pairs(w + r * ws + p0 + q, kb - q, tab, &lo, &hi);
+                vstore(OPREG_DTYPE_F32, wb + r * OPREG__GEMV_KBP + q, lo);
+                vstore(OPREG_DTYPE_F32, wb + r * OPREG__GEMV_KBP + q + 2 * VW, hi);
+            }
+        gemv_pairs_block(p0 == 0, x, (const char *)wb, OPREG__GEMV_KBP * 2, acc, a->m,
+                         (kb + 4 * VW - 1) / (4 * VW) * (4 * VW), nc, pf, ws, pfb);
+    }
+    gemv_pairs_out(1, a, acc, j0, nc);
+}
+
+/* One tile of fp8 for the pairs kernels (few input rows, sums in
+ * registers): input rows [i0, i0 + mt) from the packed blocks, weight rows
+ * [j0, j0 + nr) widened 64 codes a step. */
+GEMV_VBMI AI void gemv_fp8_pairs_tile(const struct opreg__gemv_args *a, const __m512i tab[4],
+                                      int64_t i0, int mt, int64_t j0, int nr) {
+    const uint16_t *xb = (const uint16_t *)a->packed + i0 * OPREG__GEMV_KBP;
+    int64_t xs = a->m * OPREG__GEMV_KBP, k = a->k; /* from one block to the next */
+    const uint8_t *w = (const uint8_t *)a->w + j0 * a->w_stride;
+    size_t ws = (size_t)a->w_stride;
+    vf acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wl[OPREG__GEMV_COLS], wh[OPREG__GEMV_COLS];
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            acc[i][r] = vzero();
+    for (int64_t p = 0; p < k; p += 4 * VW) {
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            gemv_e4m3_pairs(w + r * ws + p, k - p, tab, &wl[r], &wh[r]);
+        const uint16_t *x = xb + p / OPREG__GEMV_KBP * xs + p % OPREG__GEMV_KBP;
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            vf xv = vload_bits(x + i * OPREG__GEMV_KBP);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                acc[i][r] = vdot_bf16x2(acc[i][r], xv, wl[r]);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            vf xv = vload_bits(x + i * OPREG__GEMV_KBP + 2 * VW);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                acc[i][r] = vdot_bf16x2(acc[i][r], xv, wh[r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            opreg__gemv_scaled_out(a, i0 + i, j0 + r, vhsum(acc[i][r]));
+}
+
+/* Every input row against fp8 weight rows [j0, j0 + nr) by the tiles. */
+GEMV_VBMI AI void gemv_fp8_pairs_rows(const struct opreg__gemv_args *a, const __m512i tab[4],
+                                      int64_t j0, int nr) {
+    int64_t i = 0;
+    for (; i + VGEMV_ROWS <= a->m; i += VGEMV_ROWS)
+        gemv_fp8_pairs_tile(a, tab, i, VGEMV_ROWS, j0, nr);
+    switch (a->m - i) {
+    case 3:
+        gemv_fp8_pairs_tile(a, tab, i, 3, j0, nr);
+        break;
+    case 2:
+        gemv_fp8_pairs_tile(a, tab, i, 2, j0, nr);
+        break;
+    case 1:
+        gemv_fp8_pairs_tile(a, tab, i, 1, j0, nr);
+        break;
+    default:
+        break;
+    }
+}
+
+/* The pairs kernels' range functions (struct opreg__gemv_pairs): column
+ * groups [c0, c1), a panel at a time past one tile of input rows, tiles up
+ * to it or without memory for the panels' buffers. */
+static void gemv_pairs_bf16_range(const void *args, int64_t c0, int64_t c1) {
+    const struct opreg__gemv_args *a = args;
+    int64_t j = c0 * OPREG__GEMV_COLS, end = c1 * OPREG__GEMV_COLS;
+    float *acc = aligned_alloc(64, (size_t)a->m * OPREG__GEMV_PANEL * VW * sizeof(float));
+    if (!acc) {
+        gemv_groups(GEMV_LINEAR_PAIRS, OPREG_DTYPE_BF16, a, c0, c1);
+        return;
+    }
+    if (end > a->n) end = a->n;
+    for (; j < end; j += OPREG__GEMV_PANEL)
+        gemv_pairs_panel_bf16(a, acc, j,
+                              end - j < OPREG__GEMV_PANEL ? (int)(end - j) : OPREG__GEMV_PANEL,
+                              j + 2 * OPREG__GEMV_PANEL <= end);
+    free(acc);
+}
+
+GEMV_VBMI static void gemv_pairs_fp8_range(const void *args, int64_t c0, int64_t c1) {
+    const struct opreg__gemv_args *a = args;
+    int64_t j = c0 * OPREG__GEMV_COLS, end = c1 * OPREG__GEMV_COLS;
+    size_t wbn = (size_t)OPREG__GEMV_PANEL * OPREG__GEMV_KBP * sizeof(uint16_t);
+    char *buf = a->m > VGEMV_ROWS
+                    ? aligned_alloc(64, wbn + (size_t)a->m * OPREG__GEMV_PANEL * VW * sizeof(float))
+                    : NULL;
+    __m512i tab[4];
+    gemv_e4m3_table(tab);
+    if (end > a->n) end = a->n;
+    for (; buf && j < end; j += OPREG__GEMV_PANEL)
+        gemv_pairs_panel_fp8(a, (uint16_t *)(void *)buf, (float *)(void *)(buf + wbn), j,
+                             end - j < OPREG__GEMV_PANEL ? (int)(end - j) : OPREG__GEMV_PANEL,
+                             j + 2 * OPREG__GEMV_PANEL <= end);
+    for (; j + OPREG__GEMV_COLS <= end; j += OPREG__GEMV_COLS)
+        gemv_fp8_pairs_rows(a, tab, j, OPREG__GEMV_COLS);
+    for (; j < end; j++)
+        gemv_fp8_pairs_rows(a, tab, j, 1);
+    free(buf);
+}
+
+/* VDPBF16PS's instructions a second over VFMADD231PS's on this CPU: each
+ * timed on 12 independent sums (enough to cover either's latency at two a
+ * cycle), alternately, the best of five rounds each. About 20 us. */
+static double gemv_pairs_rate(void) {
+    uint64_t best[2] = { UINT64_MAX, UINT64_MAX };
+    for (int round = 0; round < 5; round++)
+        for (int which = 0; which < 2; which++) {
+            vf s[12], b = vset1(1.0f), c = vset1(0.5f);
+            for (int i = 0; i < 12; i++)
+                s[i] = vset1((float)i);
+            uint64_t t0 = __rdtsc();
+            for (int n = 0; n < 1024; n++) {
+#pragma GCC unroll 12
+                for (int i = 0; i < 12; i++)
+                    s[i] = which ? _mm512_dpbf16_ps(s[i], (__m512bh)b, (__m512bh)c)
+                                 : _mm512_fmadd_ps(s[i], b, c);
+                /* the sums stay in registers, and every step is done */
+                __asm__ volatile(""
+                                 : "+v"(s[0]), "+v"(s[1]), "+v"(s[2]), "+v"(s[3]), "+v"(s[4]),
+                                   "+v"(s[5]), "+v"(s[6]), "+v"(s[7]), "+v"(s[8]), "+v"(s[9]),
+                                   "+v"(s[10]), "+v"(s[11]));
+            }
+            uint64_t t = __rdtsc() - t0;
+            if (t < best[which]) best[which] = t;
+        }
+    return best[1] ? (double)best[0] / (double)best[1] : 0.0;
+}
+
+static const struct opreg__gemv_pairs gemv_pairs = {
+    .bf16 = gemv_pairs_bf16_range,
+    .fp8 = gemv_pairs_fp8_range,
+    .pack_bf16 = gemv_pack_pairs_bf16,
+    .pack_fp8 = gemv_pack_pairs_fp8,
+    .rate = gemv_pairs_rate,
+};
 #endif
 
 #endif

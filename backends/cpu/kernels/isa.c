@@ -68,6 +68,22 @@ static int detect(void) {
 #endif
 }
 
+bool opreg__cpu_has_vbmi(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    static atomic_int vbmi = -1;
+    int v = atomic_load_explicit(&vbmi, memory_order_relaxed);
+    if (v < 0) {
+        unsigned a, b, c = 0, d;
+        v = opreg__cpu_isa_detected() >= OPREG__ISA_AVX512 &&
+            __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 1));
+        atomic_store_explicit(&vbmi, v, memory_order_relaxed);
+    }
+    return v;
+#else
+    return false;
+#endif
+}
+
 /* OPREG_CPU_ISA caps the path, as oneDNN's ONEDNN_MAX_CPU_ISA does: for
  * comparing paths on one machine, or for ruling one out. -1 when unset or
  * not a path's name. */

@@ -99,6 +99,7 @@ struct opreg__gemv_args {
 #define OPREG__GEMV_PANEL (4 * OPREG__GEMV_COLS)
 #define OPREG__GEMV_KB    128
 #define OPREG__GEMV_KB8   512 /* int8 values of k a block */
+#define OPREG__GEMV_KBP   256 /* bf16 pairs panel: values of k a block */
 
 /* The bytes of the int8 panels' packed input rows before each row's sum
  * (gemv_pack_u8): every row's blocks of k, the last one padded. */
@@ -139,6 +140,21 @@ static inline void opreg__pa_softmax_block(float *lg, int64_t n, int64_t bs, flo
 /* Processes rows (or chunks) [r0, r1) of the op whose args @p a points to. */
 typedef void (*opreg__cpu_range_fn)(const void *a, int64_t r0, int64_t r1);
 
+/* The pairs kernels (gemv_simd.h): bf16 products by VDPBF16PS, for CPUs
+ * that run it about as fast as FMA (gemv.c chooses, by @p rate). Input rows
+ * as bf16 in blocks of OPREG__GEMV_KBP values of k, packed by pack_bf16 or
+ * pack_fp8 into opreg__gemv_args.packed. */
+struct opreg__gemv_pairs {
+    /* bf16 linear past one tile of input rows */
+    opreg__cpu_range_fn bf16;
+    /* fp8 cutlass_scaled_mm, any rows; it and pack_fp8 need AVX512-VBMI */
+    opreg__cpu_range_fn fp8;
+    void (*pack_bf16)(const struct opreg__gemv_args *a, uint16_t *dst);
+    void (*pack_fp8)(const struct opreg__gemv_args *a, uint16_t *dst);
+    /* VDPBF16PS's instructions a second over VFMADD231PS's, timed now */
+    double (*rate)(void);
+};
+
 /* One SIMD path, a table of range functions; the portable path has none
  * (NULL). Each *_simd.h body is written once against the vector layer (vf,
  * VW, vload, ...) and compiled once per ISA: simd_avx2.c, simd_avx512.c and
@@ -168,6 +184,8 @@ struct opreg__cpu_simd {
      * rows that gemv_pack_u8 converted (blocks of OPREG__GEMV_KB8). */
     opreg__cpu_range_fn gemv_panel_int8;
     void (*gemv_pack_u8)(const struct opreg__gemv_args *a, uint8_t *dst);
+    /* NULL unless the path has VDPBF16PS. */
+    const struct opreg__gemv_pairs *gemv_pairs;
     /* NULL when the call's sizes do not suit the path: see attention.c. */
     opreg__cpu_range_fn attention;
 };

@@ -44,6 +44,7 @@ const struct opreg__cpu_simd opreg__cpu_simd_avx512bf16 = {
     .gemv_int8_u8 = gemv_int8_u8_range,
     .gemv_panel_int8 = gemv_panel_int8_range,
     .gemv_pack_u8 = gemv_pack_u8,
+    .gemv_pairs = &gemv_pairs,
     .attention = attention_range,
 };
 

@@ -6,8 +6,23 @@
  * be split over threads. The kernels sum in f32 (int32 for int8), in
  * another order than the reference: each element may differ by kt_rtol of
  * T relative to its magnitude plus the sum of the magnitudes of its
- * products. */
+ * products.
+ *
+ * Where the avx512_bf16 path runs, every case runs twice: with the FMA
+ * kernels and with the pairs kernels (VDPBF16PS, for bf16 linear and fp8),
+ * whichever this CPU would choose. */
 #include "kern_test.h"
+
+/* Whether this pass forces the pairs kernels on (opreg__cpu_set_gemv_pairs). */
+static int pairs_pass;
+
+/* The path's name in messages, and whether the pairs kernels were on. */
+static const char *path_name(int isa) {
+    static char name[48];
+    snprintf(name, sizeof name, "%s%s", opreg__cpu_isa_name(isa),
+             pairs_pass && isa == OPREG__ISA_AVX512_BF16 ? "+vdpbf16ps" : "");
+    return name;
+}
 
 struct nk {
     int64_t n, k;
@@ -50,8 +65,8 @@ static bool linear_case(int dt, int64_t m, int64_t n, int64_t k, bool with_bias)
                 fprintf(stderr,
                         "linear [%s, %s] m %lld n %lld k %lld bias %d: element %lld got %.9g "
                         "want %.9g\n",
-                        opreg__cpu_isa_name(isa), kt_dt_name(dt), (long long)m, (long long)n,
-                        (long long)k, with_bias, (long long)e, g, want[e]);
+                        path_name(isa), kt_dt_name(dt), (long long)m, (long long)n, (long long)k,
+                        with_bias, (long long)e, g, want[e]);
                 ok = false;
             }
         }
@@ -151,9 +166,9 @@ static bool scaled_mm_case(const struct mm_case *c) {
                 fprintf(stderr,
                         "scaled_mm [%s, %s out] %s m %lld n %lld k %lld per_token %d "
                         "per_channel %d bias %d nans %d: element %lld got %.9g want %.9g\n",
-                        opreg__cpu_isa_name(isa), kt_dt_name(dt), c->fp8 ? "fp8" : "int8",
-                        (long long)m, (long long)n, (long long)k, c->per_token, c->per_channel,
-                        c->with_bias, c->nans, (long long)e, g, want[e]);
+                        path_name(isa), kt_dt_name(dt), c->fp8 ? "fp8" : "int8", (long long)m,
+                        (long long)n, (long long)k, c->per_token, c->per_channel, c->with_bias,
+                        c->nans, (long long)e, g, want[e]);
                 ok = false;
             }
         }
@@ -213,8 +228,8 @@ TEST(scaled_mm_large_threaded) {
  * in: the tiles (up to four rows), the panels past them and each row
  * alone add the same products in the same order and round them the same
  * way. linear in f32 and f16, cutlass_scaled_mm in int8 and fp8 to every
- * output dtype. Not bf16 linear: its tiles add products in pairs
- * (VDPBF16PS) where the path has that instruction, its panels do not. */
+ * output dtype; bf16 linear only with the pairs kernels, whose panels add
+ * pairs as the tiles do (VDPBF16PS) where the FMA panels do not. */
 struct rows_case {
     int kind; /* 0: linear, 1: int8 scaled_mm, 2: fp8 scaled_mm */
     int dt;   /* linear's dtype, or the output's */
@@ -246,6 +261,9 @@ static bool rows_case_run(const struct rows_case *c) {
     for (int j = 0; j < n; j++)
         sb[j] = (float)kt_uniform(1e-3, 2e-3);
     KT_FOR_EACH_ISA(isa) {
+        if (c->kind == 0 && c->dt == OPREG_DTYPE_BF16 &&
+            !(pairs_pass && isa == OPREG__ISA_AVX512_BF16))
+            continue;
         for (size_t t = 0; t < sizeof ms / sizeof ms[0] && ok; t++) {
             rows_call(isa, c, all, in, w, sa, sb, bias, ms[t], n, k);
             for (int64_t i = 0; i < ms[t] && ok; i++) {
@@ -254,7 +272,7 @@ static bool rows_case_run(const struct rows_case *c) {
                 if (memcmp(one, all + (size_t)(i * n) * es, (size_t)n * es) != 0) {
                     fprintf(stderr,
                             "rows [%s] %s %s: row %lld of %lld differs from the row alone\n",
-                            opreg__cpu_isa_name(isa),
+                            path_name(isa),
                             c->kind == 0   ? "linear"
                             : c->kind == 1 ? "int8"
                                            : "fp8",
@@ -272,7 +290,7 @@ TEST(rows_independent_of_m) {
     static const struct rows_case cases[] = {
         { 0, OPREG_DTYPE_F32 }, { 0, OPREG_DTYPE_F16 },  { 1, OPREG_DTYPE_F32 },
         { 1, OPREG_DTYPE_F16 }, { 1, OPREG_DTYPE_BF16 }, { 2, OPREG_DTYPE_F32 },
-        { 2, OPREG_DTYPE_F16 }, { 2, OPREG_DTYPE_BF16 },
+        { 2, OPREG_DTYPE_F16 }, { 2, OPREG_DTYPE_BF16 }, { 0, OPREG_DTYPE_BF16 },
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         if (!rows_case_run(&cases[c])) {
@@ -281,13 +299,39 @@ TEST(rows_independent_of_m) {
         }
 }
 
+/* The choice between the FMA and the pairs kernels: made once, by
+ * OPREG_CPU_VDPBF16PS or by timing, and never the pairs without the path. */
+TEST(pairs_choice) {
+    int prev = opreg__cpu_set_gemv_pairs(-1), on = opreg__cpu_gemv_pairs();
+    printf("test_cpu_gemv: this CPU's choice: %s kernels\n", on ? "pairs (VDPBF16PS)" : "FMA");
+    if (on != 0 && on != 1) TEST_FAIL_AT("opreg__cpu_gemv_pairs() = %d", on);
+    if (opreg__cpu_gemv_pairs() != on) TEST_FAIL_AT("the choice changed between two calls");
+    if (on && opreg__cpu_isa() < OPREG__ISA_AVX512_BF16)
+        TEST_FAIL_AT("pairs kernels chosen without the avx512_bf16 path");
+    int cap = opreg__cpu_set_isa_limit(OPREG__ISA_AVX512);
+    opreg__cpu_set_gemv_pairs(1);
+    if (opreg__cpu_gemv_pairs() != 0) TEST_FAIL_AT("pairs kernels on the avx512 path");
+    opreg__cpu_set_isa_limit(cap);
+    opreg__cpu_set_gemv_pairs(prev);
+}
+
 int main(void) {
     kt_report_isas("test_cpu_gemv");
-    RUN(linear_every_path_and_edge);
-    RUN(linear_large_threaded);
-    RUN(scaled_mm_every_path_and_edge);
-    RUN(scaled_mm_fp8_nan_codes);
-    RUN(scaled_mm_large_threaded);
-    RUN(rows_independent_of_m);
+    RUN(pairs_choice);
+    for (pairs_pass = 0; pairs_pass < 2; pairs_pass++) {
+        if (pairs_pass && opreg__cpu_isa_detected() < OPREG__ISA_AVX512_BF16) {
+            printf("test_cpu_gemv: pairs kernels NOT CHECKABLE on this CPU (no AVX512-BF16)\n");
+            break;
+        }
+        if (pairs_pass && !opreg__cpu_has_vbmi())
+            printf("test_cpu_gemv: fp8 pairs kernels NOT CHECKABLE on this CPU (no AVX512-VBMI)\n");
+        opreg__cpu_set_gemv_pairs(pairs_pass);
+        RUN(linear_every_path_and_edge);
+        RUN(linear_large_threaded);
+        RUN(scaled_mm_every_path_and_edge);
+        RUN(scaled_mm_fp8_nan_codes);
+        RUN(scaled_mm_large_threaded);
+        RUN(rows_independent_of_m);
+    }
     return test_summary();
 }
