@@ -49,6 +49,12 @@ static int64_t groups(int64_t n) {
     return (n + OPREG__GEMV_COLS - 1) / OPREG__GEMV_COLS;
 }
 
+/* What the range functions take: column groups, or whole panels for the
+ * panel kernels (gemv_simd.h, GEMV_PANEL_GROUPS). */
+static int64_t units(int64_t n, bool panel) {
+    return panel ? (n + OPREG__GEMV_PANEL - 1) / OPREG__GEMV_PANEL : groups(n);
+}
+
 /* The input rows converted once by the path (f32 in blocks of
  * OPREG__GEMV_KB by gemv_pack, or with @p u8 int8 in blocks of
  * OPREG__GEMV_KB8 and each row's sum by gemv_pack_u8), in memory the
@@ -160,7 +166,7 @@ void opreg__cpu_gemv_linear(int isa, int dt, void *out, const void *in, const vo
     else if ((packed = panel_rows(s, &a)))
         fn = s->gemv_panel_linear;
     a.packed = packed;
-    opreg__cpu_parallel(fn, &a, groups(n),
+    opreg__cpu_parallel(fn, &a, units(n, packed != NULL),
                         task_bytes(n * k * (int64_t)elem_bytes(dt), packed != NULL));
     free(packed);
 }
@@ -215,6 +221,6 @@ void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const voi
         fn = s->gemv_fp8;
     }
     a.packed = packed;
-    opreg__cpu_parallel(fn, &a, groups(n), task_bytes(n * k, panel));
+    opreg__cpu_parallel(fn, &a, units(n, panel), task_bytes(n * k, panel));
     free(packed);
 }

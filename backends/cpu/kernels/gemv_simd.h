@@ -625,15 +625,20 @@ AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *a
         }
 }
 
-/* Column groups [c0, c1) a panel at a time; without memory for the
- * buffers, the tiles above. */
+/* The panel kernels' range functions take panels [c0, c1) of
+ * OPREG__GEMV_PANEL columns (gemv.c sizes its tasks so), so that no task
+ * holds a part of one: each panel reads every input row from L2 once, for
+ * as many weight rows as it has. In column groups: */
+#define GEMV_PANEL_GROUPS (OPREG__GEMV_PANEL / OPREG__GEMV_COLS)
+
+/* Panels [c0, c1); without memory for the buffers, the tiles above. */
 AI void gemv_panels(int kind, int dt, const struct opreg__gemv_args *a, int64_t c0, int64_t c1) {
-    int64_t j = c0 * OPREG__GEMV_COLS, end = c1 * OPREG__GEMV_COLS;
+    int64_t j = c0 * OPREG__GEMV_PANEL, end = c1 * OPREG__GEMV_PANEL;
     size_t wbn = (size_t)OPREG__GEMV_PANEL * OPREG__GEMV_KB,
            accn = (size_t)a->m * OPREG__GEMV_PANEL * VW;
     float *wb = aligned_alloc(64, (wbn + accn) * sizeof(float));
     if (!wb) {
-        gemv_groups(kind, dt, a, c0, c1);
+        gemv_groups(kind, dt, a, c0 * GEMV_PANEL_GROUPS, c1 * GEMV_PANEL_GROUPS);
         return;
     }
     if (end > a->n) end = a->n;
@@ -856,12 +861,12 @@ AI void gemv_u8_panel(const struct opreg__gemv_args *a, int8_t *wb, __m512i *acc
 
 static void gemv_panel_int8_range(const void *args, int64_t c0, int64_t c1) {
     const struct opreg__gemv_args *a = args;
-    int64_t j = c0 * OPREG__GEMV_COLS, end = c1 * OPREG__GEMV_COLS;
+    int64_t j = c0 * OPREG__GEMV_PANEL, end = c1 * OPREG__GEMV_PANEL;
     size_t wbn = (size_t)OPREG__GEMV_PANEL * OPREG__GEMV_KB8,
            accn = (size_t)a->m * OPREG__GEMV_PANEL;
     int8_t *wb = aligned_alloc(64, wbn + accn * sizeof(__m512i));
     if (!wb) {
-        gemv_groups(GEMV_INT8, OPREG_DTYPE_I8, a, c0, c1);
+        gemv_groups(GEMV_INT8, OPREG_DTYPE_I8, a, c0 * GEMV_PANEL_GROUPS, c1 * GEMV_PANEL_GROUPS);
         return;
     }
     if (end > a->n) end = a->n;
@@ -1120,15 +1125,16 @@ GEMV_VBMI AI void gemv_fp8_pairs_rows(const struct opreg__gemv_args *a, const __
     }
 }
 
-/* The pairs kernels' range functions (struct opreg__gemv_pairs): column
- * groups [c0, c1), a panel at a time past one tile of input rows, tiles up
- * to it or without memory for the panels' buffers. */
+/* The pairs kernels' range functions (struct opreg__gemv_pairs): panels
+ * [c0, c1) past one tile of input rows (the tiles without memory for the
+ * panels' buffers), column groups [c0, c1) up to it. */
 static void gemv_pairs_bf16_range(const void *args, int64_t c0, int64_t c1) {
     const struct opreg__gemv_args *a = args;
-    int64_t j = c0 * OPREG__GEMV_COLS, end = c1 * OPREG__GEMV_COLS;
+    int64_t j = c0 * OPREG__GEMV_PANEL, end = c1 * OPREG__GEMV_PANEL;
     float *acc = aligned_alloc(64, (size_t)a->m * OPREG__GEMV_PANEL * VW * sizeof(float));
     if (!acc) {
-        gemv_groups(GEMV_LINEAR_PAIRS, OPREG_DTYPE_BF16, a, c0, c1);
+        gemv_groups(GEMV_LINEAR_PAIRS, OPREG_DTYPE_BF16, a, c0 * GEMV_PANEL_GROUPS,
+                    c1 * GEMV_PANEL_GROUPS);
         return;
     }
     if (end > a->n) end = a->n;
@@ -1141,7 +1147,8 @@ static void gemv_pairs_bf16_range(const void *args, int64_t c0, int64_t c1) {
 
 GEMV_VBMI static void gemv_pairs_fp8_range(const void *args, int64_t c0, int64_t c1) {
     const struct opreg__gemv_args *a = args;
-    int64_t j = c0 * OPREG__GEMV_COLS, end = c1 * OPREG__GEMV_COLS;
+    int64_t unit = a->m > VGEMV_ROWS ? OPREG__GEMV_PANEL : OPREG__GEMV_COLS;
+    int64_t j = c0 * unit, end = c1 * unit;
     size_t wbn = (size_t)OPREG__GEMV_PANEL * OPREG__GEMV_KBP * sizeof(uint16_t);
     char *buf = a->m > VGEMV_ROWS
                     ? aligned_alloc(64, wbn + (size_t)a->m * OPREG__GEMV_PANEL * VW * sizeof(float))
