@@ -526,6 +526,30 @@ AI void gemv_panel_rows(int kind, int first, const void *x, const void *w, size_
     }
 }
 
+/* One block of a panel: every input row (at @p x) against @p nc weight
+ * rows at @p w, @p wrs bytes apart, kv values of k, each group of
+ * OPREG__GEMV_COLS rows a call of gemv_panel_rows, then the rows left one
+ * by one; their sums are VW floats (a vector) apart in @p acc. */
+AI void gemv_panel_block(int kind, int first, const void *x, const char *w, size_t wrs, void *acc,
+                         int64_t m, int64_t kv, int nc, const char *pf, size_t ws, int64_t pfb) {
+    float *sums = acc;
+    int c = 0;
+    for (; c + OPREG__GEMV_COLS <= nc; c += OPREG__GEMV_COLS)
+        gemv_panel_rows(kind, first, x, w + c * wrs, wrs, sums + c * VW, m, kv, OPREG__GEMV_COLS,
+                        pf ? pf + c * ws : NULL, ws, pfb);
+    for (; c < nc; c++)
+        gemv_panel_rows(kind, first, x, w + c * wrs, wrs, sums + c * VW, m, kv, 1,
+                        pf ? pf + c * ws : NULL, ws, pfb);
+}
+
+/* A panel's sums (m * OPREG__GEMV_PANEL vectors at @p acc) before its
+ * first block: the tiles of that block start the sums of its @p nc weight
+ * rows from zero themselves; those of the missing rows are zeroed here. */
+AI void gemv_panel_zero(void *acc, int64_t m, int nc) {
+    for (int64_t e = 0; nc < OPREG__GEMV_PANEL && e < m * OPREG__GEMV_PANEL * VW; e += VW)
+        vstore(OPREG_DTYPE_F32, (float *)acc + e, vzero());
+}
+
 /* Where the panel kernels fetch ahead, for the weight rows at @p w (@p ws
  * bytes apart) in the block at p0: the block GEMV_AHEAD blocks (of @p kblk
  * values of @p es bytes) later, or past k, with @p next, the block as far
@@ -577,13 +601,10 @@ AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *a
     vseen seen[OPREG__GEMV_PANEL];
     for (int r = 0; r < OPREG__GEMV_PANEL; r++)
         seen[r] = vseen_zero();
-    /* the first block's tiles start the sums; those of missing rows are 0 */
-    for (int64_t e = 0; nc < OPREG__GEMV_PANEL && e < m * OPREG__GEMV_PANEL * VW; e += VW)
-        vstore(OPREG_DTYPE_F32, acc + e, vzero());
+    gemv_panel_zero(acc, m, nc);
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB, x += m * OPREG__GEMV_KB) {
         int64_t kb = a->k - p0 < OPREG__GEMV_KB ? a->k - p0 : OPREG__GEMV_KB;
         int64_t kv = (kb + VW - 1) / VW * VW;
-        int c = 0;
         for (int r = 0; r < nc; r++) {
             const char *src = w + r * ws + (size_t)p0 * es;
             /* fp8: a 256th of the weights, 2 * VW a step as gemv_fp8_tile
@@ -603,12 +624,8 @@ AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *a
         }
         int64_t pfb;
         const char *pf = gemv_ahead(w, ws, a->k, p0, OPREG__GEMV_KB, es, next, &pfb);
-        for (; c + OPREG__GEMV_COLS <= nc; c += OPREG__GEMV_COLS)
-            gemv_panel_rows(GEMV_PANEL_F32, p0 == 0, x, wb + c * OPREG__GEMV_KB, 0, acc + c * VW, m,
-                            kv, OPREG__GEMV_COLS, pf ? pf + c * ws : NULL, ws, pfb);
-        for (; c < nc; c++)
-            gemv_panel_rows(GEMV_PANEL_F32, p0 == 0, x, wb + c * OPREG__GEMV_KB, 0, acc + c * VW, m,
-                            kv, 1, pf ? pf + c * ws : NULL, ws, pfb);
+        gemv_panel_block(GEMV_PANEL_F32, p0 == 0, x, (const char *)wb,
+                         OPREG__GEMV_KB * sizeof(float), acc, m, kv, nc, pf, ws, pfb);
     }
     /* fp8: each sum times 256, or NaN for a weight row with a NaN code */
     float times[OPREG__GEMV_PANEL];
@@ -829,14 +846,11 @@ AI void gemv_u8_panel(const struct opreg__gemv_args *a, int8_t *wb, __m512i *acc
     const int32_t *xsum = (const int32_t *)(const void *)(x + opreg__gemv_u8_blocks_bytes(a));
     size_t ws = (size_t)a->w_stride;
     int64_t m = a->m;
-    /* as in gemv_panel */
-    for (int64_t e = 0; nc < OPREG__GEMV_PANEL && e < m * OPREG__GEMV_PANEL; e++)
-        acc[e] = _mm512_setzero_si512();
+    gemv_panel_zero(acc, m, nc);
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB8, x += m * OPREG__GEMV_KB8) {
         int64_t kb = a->k - p0 < OPREG__GEMV_KB8 ? a->k - p0 : OPREG__GEMV_KB8;
         int64_t kv = (kb + 63) / 64 * 64, pfb;
         const char *pf = gemv_ahead((const char *)w, ws, a->k, p0, OPREG__GEMV_KB8, 1, next, &pfb);
-        int c = 0;
         for (int r = 0; r < nc; r++)
             for (int64_t q = 0; q < kv; q += 64) {
                 __mmask64 live =
@@ -845,12 +859,8 @@ AI void gemv_u8_panel(const struct opreg__gemv_args *a, int8_t *wb, __m512i *acc
                 _mm512_store_si512(wb + r * OPREG__GEMV_KB8 + q,
                                    _mm512_xor_si512(v, _mm512_set1_epi8(-128)));
             }
-        for (; c + OPREG__GEMV_COLS <= nc; c += OPREG__GEMV_COLS)
-            gemv_panel_rows(GEMV_PANEL_U8, p0 == 0, x, wb + c * OPREG__GEMV_KB8, 0, acc + c, m, kv,
-                            OPREG__GEMV_COLS, pf ? pf + c * ws : NULL, ws, pfb);
-        for (; c < nc; c++)
-            gemv_panel_rows(GEMV_PANEL_U8, p0 == 0, x, wb + c * OPREG__GEMV_KB8, 0, acc + c, m, kv,
-                            1, pf ? pf + c * ws : NULL, ws, pfb);
+        gemv_panel_block(GEMV_PANEL_U8, p0 == 0, x, (const char *)wb, OPREG__GEMV_KB8, acc, m, kv,
+                         nc, pf, ws, pfb);
     }
     for (int64_t i = 0; i < m; i++) {
         __m512i d = _mm512_sub_epi32(gemv_hsum16(acc + i * OPREG__GEMV_PANEL),
@@ -999,27 +1009,6 @@ AI void gemv_pairs_out(int fp8, const struct opreg__gemv_args *a, const float *a
         }
 }
 
-/* One block of the pairs panels: every input row (at @p x) against @p nc
- * weight rows at @p w, @p wrs bytes apart, kb values of k; the next
- * blocks' weights fetched as gemv_panel_rows does. */
-AI void gemv_pairs_block(int first, const uint16_t *x, const char *w, size_t wrs, float *acc,
-                         int64_t m, int64_t kb, int nc, const char *pf, size_t ws, int64_t pfb) {
-    int c = 0;
-    for (; c + OPREG__GEMV_COLS <= nc; c += OPREG__GEMV_COLS)
-        gemv_panel_rows(GEMV_PANEL_PAIRS, first, x, w + c * wrs, wrs, acc + c * VW, m, kb,
-                        OPREG__GEMV_COLS, pf ? pf + c * ws : NULL, ws, pfb);
-    for (; c < nc; c++)
-        gemv_panel_rows(GEMV_PANEL_PAIRS, first, x, w + c * wrs, wrs, acc + c * VW, m, kb, 1,
-                        pf ? pf + c * ws : NULL, ws, pfb);
-}
-
-/* Where the sums of a panel's missing weight rows are: zeros, for the
- * first block's tiles to start from. */
-AI void gemv_pairs_zero(float *acc, int64_t m, int nc) {
-    for (int64_t e = 0; nc < OPREG__GEMV_PANEL && e < m * OPREG__GEMV_PANEL * VW; e += VW)
-        vstore(OPREG_DTYPE_F32, acc + e, vzero());
-}
-
 /* bf16 weight rows [j0, j0 + nc), nc <= OPREG__GEMV_PANEL, against every
  * input row, multiplied where they lie; @p acc holds the sums. */
 AI void gemv_pairs_panel_bf16(const struct opreg__gemv_args *a, float *acc, int64_t j0, int nc,
@@ -1027,11 +1016,12 @@ AI void gemv_pairs_panel_bf16(const struct opreg__gemv_args *a, float *acc, int6
     size_t ws = (size_t)a->w_stride * 2;
     const char *w = (const char *)a->w + (size_t)j0 * ws;
     const uint16_t *x = a->packed;
-    gemv_pairs_zero(acc, a->m, nc);
+    gemv_panel_zero(acc, a->m, nc);
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KBP, x += a->m * OPREG__GEMV_KBP) {
         int64_t kb = a->k - p0 < OPREG__GEMV_KBP ? a->k - p0 : OPREG__GEMV_KBP, pfb;
         const char *pf = gemv_ahead(w, ws, a->k, p0, OPREG__GEMV_KBP, 2, next, &pfb);
-        gemv_pairs_block(p0 == 0, x, w + (size_t)p0 * 2, ws, acc, a->m, kb, nc, pf, ws, pfb);
+        gemv_panel_block(GEMV_PANEL_PAIRS, p0 == 0, x, w + (size_t)p0 * 2, ws, acc, a->m, kb, nc,
+                         pf, ws, pfb);
     }
     gemv_pairs_out(0, a, acc, j0, nc);
 }
@@ -1045,7 +1035,7 @@ GEMV_VBMI AI void gemv_pairs_panel_fp8(const struct opreg__gemv_args *a, uint16_
     const uint16_t *x = a->packed;
     __m512i tab[4];
     gemv_e4m3_table(tab);
-    gemv_pairs_zero(acc, a->m, nc);
+    gemv_panel_zero(acc, a->m, nc);
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KBP, x += a->m * OPREG__GEMV_KBP) {
         int64_t kb = a->k - p0 < OPREG__GEMV_KBP ? a->k - p0 : OPREG__GEMV_KBP, pfb;
         const char *pf = gemv_ahead((const char *)w, ws, a->k, p0, OPREG__GEMV_KBP, 1, next, &pfb);
@@ -1056,8 +1046,8 @@ GEMV_VBMI AI void gemv_pairs_panel_fp8(const struct opreg__gemv_args *a, uint16_
                 vstore(OPREG_DTYPE_F32, wb + r * OPREG__GEMV_KBP + q, lo);
                 vstore(OPREG_DTYPE_F32, wb + r * OPREG__GEMV_KBP + q + 2 * VW, hi);
             }
-        gemv_pairs_block(p0 == 0, x, (const char *)wb, OPREG__GEMV_KBP * 2, acc, a->m,
-                         (kb + 4 * VW - 1) / (4 * VW) * (4 * VW), nc, pf, ws, pfb);
+        gemv_panel_block(GEMV_PANEL_PAIRS, p0 == 0, x, (const char *)wb, OPREG__GEMV_KBP * 2, acc,
+                         a->m, (kb + 4 * VW - 1) / (4 * VW) * (4 * VW), nc, pf, ws, pfb);
     }
     gemv_pairs_out(1, a, acc, j0, nc);
 }
