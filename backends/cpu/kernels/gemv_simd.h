@@ -700,97 +700,74 @@ static void gemv_panel_fp8_range(const void *args, int64_t c0, int64_t c1) {
 #ifdef OPREG__SIMD_BF16
 /* ---- the packed kernels: AVX512-VNNI and AVX512-BF16 ----------------------- */
 
-/* int8 with VPDPBUSD (uint8 x int8 -> int32, 4 products a lane): the input
- * rows come packed as x + 128 (uint8), so each sum is x.w + 128 * sum(w);
- * the tile that @p sums says computes sum(w) of its weight rows in the same
- * pass (a VPDPBUSD by ones) into cs[], the others take it from there. The
- * int32 lanes wrap, and the sums are exact once 128 * sum(w) is taken off
- * whenever x.w fits int32 (k < 2^17). */
-AI void gemv_u8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int64_t j0, int nr,
-                     int sums, int32_t *cs) {
-    const uint8_t *x = (const uint8_t *)a->packed + i0 * a->k;
+/* int8 with VPDPBUSD (uint8 x int8 -> int32, 4 products a lane): each
+ * weight vector becomes uint8 as w + 128 by one XOR as it is loaded, the
+ * input rows stay as they are (int8), so each sum is x.w + 128 * sum(x),
+ * and the row sums sum(x) that opreg__gemv_args.packed holds take the
+ * second term back. An XOR a weight vector is all the correction costs,
+ * where sum(w) would cost a VPDPBUSD per 64 weights on the port the
+ * products need. The int32 lanes wrap, and the sums come out exact
+ * whenever x.w fits int32 (k < 2^17). Past k the weights load as zeros,
+ * 128 after the XOR, against input values that load as zeros too. */
+AI void gemv_u8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int64_t j0, int nr) {
+    const int8_t *x = (const int8_t *)a->in + i0 * a->in_stride;
     const int8_t *w = (const int8_t *)a->w + j0 * a->w_stride;
-    int64_t ws = a->w_stride, k = a->k, p = 0;
-    const __m512i ones = _mm512_set1_epi8(1);
-    __m512i acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS], cv[OPREG__GEMV_COLS];
+    const uint32_t *xsum = (const uint32_t *)a->packed + i0;
+    int64_t ws = a->w_stride, xs = a->in_stride, k = a->k, p = 0;
+    const __m512i flip = _mm512_set1_epi8(-128);
+    __m512i acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
 #pragma GCC unroll 4
-    for (int r = 0; r < nr; r++) {
-        cv[r] = _mm512_setzero_si512();
+    for (int r = 0; r < nr; r++)
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++)
             acc[i][r] = _mm512_setzero_si512();
-    }
     for (; p + 64 <= k; p += 64) {
 #pragma GCC unroll 4
-        for (int r = 0; r < nr; r++) {
-            wv[r] = _mm512_loadu_si512(w + r * ws + p);
-            if (sums) cv[r] = _mm512_dpbusd_epi32(cv[r], ones, wv[r]);
-        }
+        for (int r = 0; r < nr; r++)
+            wv[r] = _mm512_xor_si512(_mm512_loadu_si512(w + r * ws + p), flip);
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++) {
-            __m512i xv = _mm512_loadu_si512(x + i * k + p);
+            __m512i xv = _mm512_loadu_si512(x + i * xs + p);
 #pragma GCC unroll 4
             for (int r = 0; r < nr; r++)
-                acc[i][r] = _mm512_dpbusd_epi32(acc[i][r], xv, wv[r]);
+                acc[i][r] = _mm512_dpbusd_epi32(acc[i][r], wv[r], xv);
         }
     }
     if (p < k) {
         __mmask64 tail = (__mmask64)((1ull << (k - p)) - 1u);
 #pragma GCC unroll 4
-        for (int r = 0; r < nr; r++) {
-            wv[r] = _mm512_maskz_loadu_epi8(tail, w + r * ws + p);
-            if (sums) cv[r] = _mm512_dpbusd_epi32(cv[r], ones, wv[r]);
-        }
+        for (int r = 0; r < nr; r++)
+            wv[r] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(tail, w + r * ws + p), flip);
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++) {
-            __m512i xv = _mm512_maskz_loadu_epi8(tail, x + i * k + p);
+            __m512i xv = _mm512_maskz_loadu_epi8(tail, x + i * xs + p);
 #pragma GCC unroll 4
             for (int r = 0; r < nr; r++)
-                acc[i][r] = _mm512_dpbusd_epi32(acc[i][r], xv, wv[r]);
+                acc[i][r] = _mm512_dpbusd_epi32(acc[i][r], wv[r], xv);
         }
-    }
-    if (sums) {
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
-            cs[r] = _mm512_reduce_add_epi32(cv[r]);
     }
 #pragma GCC unroll 4
     for (int i = 0; i < mt; i++)
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++) {
-            uint32_t d = (uint32_t)_mm512_reduce_add_epi32(acc[i][r]) - 128u * (uint32_t)cs[r];
+            uint32_t d = (uint32_t)_mm512_reduce_add_epi32(acc[i][r]) - 128u * xsum[i];
             opreg__gemv_scaled_out(a, i0 + i, j0 + r, (float)(int32_t)d);
         }
 }
 
 AI void gemv_u8_rows(const struct opreg__gemv_args *a, int64_t j0, int nr) {
-    int32_t cs[OPREG__GEMV_COLS];
-    int64_t i = VGEMV_ROWS, m = a->m;
-    switch (m < VGEMV_ROWS ? m : VGEMV_ROWS) {
+    int64_t i = 0;
+    for (; i + VGEMV_ROWS <= a->m; i += VGEMV_ROWS)
+        gemv_u8_tile(a, i, VGEMV_ROWS, j0, nr);
+    switch (a->m - i) {
     case 3:
-        gemv_u8_tile(a, 0, 3, j0, nr, 1, cs);
-        return;
-    case 2:
-        gemv_u8_tile(a, 0, 2, j0, nr, 1, cs);
-        return;
-    case 1:
-        gemv_u8_tile(a, 0, 1, j0, nr, 1, cs);
-        return;
-    default:
-        gemv_u8_tile(a, 0, VGEMV_ROWS, j0, nr, 1, cs);
-        break;
-    }
-    for (; i + VGEMV_ROWS <= m; i += VGEMV_ROWS)
-        gemv_u8_tile(a, i, VGEMV_ROWS, j0, nr, 0, cs);
-    switch (m - i) {
-    case 3:
-        gemv_u8_tile(a, i, 3, j0, nr, 0, cs);
+        gemv_u8_tile(a, i, 3, j0, nr);
         break;
     case 2:
-        gemv_u8_tile(a, i, 2, j0, nr, 0, cs);
+        gemv_u8_tile(a, i, 2, j0, nr);
         break;
     case 1:
-        gemv_u8_tile(a, i, 1, j0, nr, 0, cs);
+        gemv_u8_tile(a, i, 1, j0, nr);
         break;
     default:
         break;
