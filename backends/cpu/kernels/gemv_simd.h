@@ -589,6 +589,24 @@ AI void gemv_linear_outv(int dt, const struct opreg__gemv_args *a, int64_t i, in
     vstore_exact_n(dt, (char *)a->out + (size_t)(i * a->n + j0) * es, acc, n);
 }
 
+/* A panel's outputs, input rows [0, m) by weight rows [j0, j0 + nc), from
+ * their sums in @p acc (OPREG__GEMV_PANEL vectors an input row), each
+ * times its weight row's factor in @p times where given: linear's in
+ * dtype @p dt, or cutlass_scaled_mm's where dt is fp8. */
+AI void gemv_panel_out(int dt, const struct opreg__gemv_args *a, const float *acc, int64_t j0,
+                       int nc, const float *times) {
+    for (int64_t i = 0; i < a->m; i++)
+        for (int r = 0; r < nc; r += VW) {
+            int n = nc - r < VW ? nc - r : VW;
+            vf sum = vhsum_each(acc + (i * OPREG__GEMV_PANEL + r) * VW);
+            if (times) sum = vmul(sum, vload(OPREG_DTYPE_F32, times + r));
+            if (dt == OPREG_DTYPE_F8_E4M3FN)
+                gemv_scaled_outv(a, i, j0 + r, n, sum);
+            else
+                gemv_linear_outv(dt, a, i, j0 + r, n, sum);
+        }
+}
+
 /* Weight rows [j0, j0 + nc), nc <= OPREG__GEMV_PANEL, against every input
  * row: block by block, then the sums out. @p wb holds a block of the
  * widened rows, @p acc the sums. */
@@ -631,15 +649,7 @@ AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *a
     float times[OPREG__GEMV_PANEL];
     for (int r = 0; dt == OPREG_DTYPE_F8_E4M3FN && r < OPREG__GEMV_PANEL; r++)
         times[r] = gemv_e4m3_sum(1.0f, seen[r]);
-    for (int64_t i = 0; i < m; i++)
-        for (int r = 0; r < nc; r += VW) {
-            int n = nc - r < VW ? nc - r : VW;
-            vf sum = vhsum_each(acc + (i * OPREG__GEMV_PANEL + r) * VW);
-            if (dt == OPREG_DTYPE_F8_E4M3FN)
-                gemv_scaled_outv(a, i, j0 + r, n, vmul(sum, vload(OPREG_DTYPE_F32, times + r)));
-            else
-                gemv_linear_outv(dt, a, i, j0 + r, n, sum);
-        }
+    gemv_panel_out(dt, a, acc, j0, nc, dt == OPREG_DTYPE_F8_E4M3FN ? times : NULL);
 }
 
 /* The panel kernels' range functions take panels [c0, c1) of
@@ -971,21 +981,6 @@ GEMV_VBMI static void gemv_pack_pairs_fp8(const struct opreg__gemv_args *a, uint
         }
 }
 
-/* The pairs kernels' outputs of input rows [0, m) and weight rows [j0, j0
- * + nc) from their sums in @p acc (gemv_panel's layout). */
-AI void gemv_pairs_out(int fp8, const struct opreg__gemv_args *a, const float *acc, int64_t j0,
-                       int nc) {
-    for (int64_t i = 0; i < a->m; i++)
-        for (int r = 0; r < nc; r += VW) {
-            int n = nc - r < VW ? nc - r : VW;
-            vf sum = vhsum_each(acc + (i * OPREG__GEMV_PANEL + r) * VW);
-            if (fp8)
-                gemv_scaled_outv(a, i, j0 + r, n, sum);
-            else
-                gemv_linear_outv(OPREG_DTYPE_BF16, a, i, j0 + r, n, sum);
-        }
-}
-
 /* bf16 weight rows [j0, j0 + nc), nc <= OPREG__GEMV_PANEL, against every
  * input row, multiplied where they lie; @p acc holds the sums. */
 AI void gemv_pairs_panel_bf16(const struct opreg__gemv_args *a, float *acc, int64_t j0, int nc,
@@ -1000,7 +995,7 @@ AI void gemv_pairs_panel_bf16(const struct opreg__gemv_args *a, float *acc, int6
         gemv_panel_block(GEMV_PANEL_PAIRS, p0 == 0, x, w + (size_t)p0 * 2, ws, acc, a->m, kb, nc,
                          pf, ws, pfb);
     }
-    gemv_pairs_out(0, a, acc, j0, nc);
+    gemv_panel_out(OPREG_DTYPE_BF16, a, acc, j0, nc, NULL);
 }
 
 /* fp8 weight rows as gemv_pairs_panel_bf16, each block widened into @p wb
@@ -1026,7 +1021,7 @@ GEMV_VBMI AI void gemv_pairs_panel_fp8(const struct opreg__gemv_args *a, uint16_
         gemv_panel_block(GEMV_PANEL_PAIRS, p0 == 0, x, (const char *)wb, OPREG__GEMV_KBP * 2, acc,
                          a->m, (kb + 4 * VW - 1) / (4 * VW) * (4 * VW), nc, pf, ws, pfb);
     }
-    gemv_pairs_out(1, a, acc, j0, nc);
+    gemv_panel_out(OPREG_DTYPE_F8_E4M3FN, a, acc, j0, nc, NULL);
 }
 
 /* One tile of fp8 for the pairs kernels (few input rows, sums in
