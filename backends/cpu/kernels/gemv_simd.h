@@ -309,10 +309,14 @@ static void gemv_fp8_range(const void *args, int64_t c0, int64_t c1) {
  * e4m3 operands, where VDPBF16PS would round each pair's addition. */
 
 /* The panel kernels fetch the weight rows' block GEMV_AHEAD blocks ahead
- * of the one they multiply into L2, a row's lines before each tile, so
- * that the loads of the weights overlap the arithmetic. Measured on f32 at
- * M = 16, N = 14336, K = 4096: 12.0 ms against 16.7 without, where the
- * widening pass waited on every load; into L1 instead made no difference. */
+ * of the one they multiply, a row's lines before each tile, so that the
+ * loads of the weights overlap the arithmetic. Measured on f32 at M = 16,
+ * N = 14336, K = 4096: 12.0 ms against 16.7 without, where the widening
+ * pass waited on every load. Into L2 for the panels that copy each block
+ * (into L1 made no difference there, and a 32 KiB L1 already holds their
+ * buffers and sums); into L1 for the bf16 pairs panel, whose tiles
+ * multiply the weights where they lie: M = 16 30-35 -> 37.5-38.6 GB/s on
+ * Zen 5 (48 KiB L1). */
 #define GEMV_AHEAD 2
 
 /* The input rows as f32 for the panel kernels: block b of k, row i at
@@ -363,10 +367,13 @@ AI void gemv_panel_tile(const float *x, const float *w, float *acc, int64_t kv, 
             vstore(OPREG_DTYPE_F32, acc + (i * OPREG__GEMV_PANEL + r) * VW, s[i][r]);
 }
 
-/* Into L2, the lines of [p, p + bytes). */
-AI void gemv_prefetch(const char *p, int64_t bytes) {
+/* The lines of [p, p + bytes), into L1 with @p l1, else into L2. */
+AI void gemv_prefetch(const char *p, int64_t bytes, int l1) {
     for (int64_t q = 0; q < bytes; q += 64)
-        _mm_prefetch(p + q, _MM_HINT_T1);
+        if (l1)
+            _mm_prefetch(p + q, _MM_HINT_T0);
+        else
+            _mm_prefetch(p + q, _MM_HINT_T1);
 }
 
 #ifdef OPREG__SIMD_BF16
@@ -510,18 +517,19 @@ AI void gemv_any_panel_tile(int kind, int first, const void *x, const void *w, s
 /* Every input row of one block against @p nr weight rows at @p w (@p wrs
  * bytes apart, for the pairs tiles; the others' are the blocks'), the
  * weights of a later block (@p pfb bytes of each row from @p pf, rows @p ws
- * apart; none when pf is NULL) fetched a row before each tile. */
+ * apart; none when pf is NULL) fetched a row before each tile: into L1
+ * where the tiles read the weights where they lie (wrs == ws). */
 AI void gemv_panel_rows(int kind, int first, const void *x, const void *w, size_t wrs, void *acc,
                         int64_t m, int64_t kv, int nr, const char *pf, size_t ws, int64_t pfb) {
     int64_t i = 0;
-    int t = 0;
+    int t = 0, l1 = wrs == ws;
     for (; i + VGEMV_ROWS <= m; i += VGEMV_ROWS, t++) {
-        if (pf && t < nr) gemv_prefetch(pf + t * ws, pfb);
+        if (pf && t < nr) gemv_prefetch(pf + t * ws, pfb, l1);
         gemv_any_panel_tile(kind, first, x, w, wrs, acc, i, kv, VGEMV_ROWS, nr);
     }
     if (pf)
         for (; t < nr; t++)
-            gemv_prefetch(pf + t * ws, pfb);
+            gemv_prefetch(pf + t * ws, pfb, l1);
     switch (m - i) {
     case 3:
         gemv_any_panel_tile(kind, first, x, w, wrs, acc, i, kv, 3, nr);
