@@ -314,9 +314,9 @@ static void gemv_fp8_range(const void *args, int64_t c0, int64_t c1) {
  * N = 14336, K = 4096: 12.0 ms against 16.7 without, where the widening
  * pass waited on every load. Into L2 for the panels that copy each block
  * (into L1 made no difference there, and a 32 KiB L1 already holds their
- * buffers and sums); into L1 for the bf16 pairs panel, whose tiles
- * multiply the weights where they lie: M = 16 30-35 -> 37.5-38.6 GB/s on
- * Zen 5 (48 KiB L1). */
+ * buffers and sums); into L1 for the blocks the tiles multiply where
+ * they lie (bf16 pairs, f32): bf16 M = 16 30-35 -> 37.5-38.6 GB/s on Zen
+ * 5 (48 KiB L1). */
 #define GEMV_AHEAD 2
 
 /* The input rows as f32 for the panel kernels: block b of k, row i at
@@ -336,11 +336,12 @@ static void gemv_pack(const struct opreg__gemv_args *a, float *dst) {
         }
 }
 
-/* One tile over one block: input rows at x and weight rows at w (each
- * OPREG__GEMV_KB floats apart), kv values of each, the sums of input row
- * i and weight row r kept at acc + (i * OPREG__GEMV_PANEL + r) * VW. */
-AI void gemv_panel_tile(const float *x, const float *w, float *acc, int64_t kv, int mt, int nr,
-                        int first) {
+/* One tile over one block: input rows at x (OPREG__GEMV_KB floats apart)
+ * and weight rows at w (@p wrs floats apart), kv values of each, the sums
+ * of input row i and weight row r kept at acc + (i * OPREG__GEMV_PANEL +
+ * r) * VW. */
+AI void gemv_panel_tile(const float *x, const float *w, size_t wrs, float *acc, int64_t kv, int mt,
+                        int nr, int first) {
     vf s[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
 #pragma GCC unroll 4
     for (int i = 0; i < mt; i++)
@@ -351,7 +352,7 @@ AI void gemv_panel_tile(const float *x, const float *w, float *acc, int64_t kv, 
     for (int64_t q = 0; q < kv; q += VW) {
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++)
-            wv[r] = vload(OPREG_DTYPE_F32, w + r * OPREG__GEMV_KB + q);
+            wv[r] = vload(OPREG_DTYPE_F32, w + r * wrs + q);
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++) {
             vf xv = vload(OPREG_DTYPE_F32, x + i * OPREG__GEMV_KB + q);
@@ -508,14 +509,14 @@ AI void gemv_any_panel_tile(int kind, int first, const void *x, const void *w, s
     }
 #else
     (void)kind;
-    (void)wrs;
 #endif
-    gemv_panel_tile((const float *)x + i * OPREG__GEMV_KB, w,
+    gemv_panel_tile((const float *)x + i * OPREG__GEMV_KB, w, wrs / sizeof(float),
                     (float *)acc + i * OPREG__GEMV_PANEL * VW, kv, mt, nr, first);
 }
 
 /* Every input row of one block against @p nr weight rows at @p w (@p wrs
- * bytes apart, for the pairs tiles; the others' are the blocks'), the
+ * bytes apart: a buffer's, or the rows' own where they lie; the int8
+ * tiles' buffer rows are always OPREG__GEMV_KB8 apart), the
  * weights of a later block (@p pfb bytes of each row from @p pf, rows @p ws
  * apart; none when pf is NULL) fetched a row before each tile: into L1
  * where the tiles read the weights where they lie (wrs == ws). */
@@ -628,7 +629,9 @@ AI void gemv_panel_out(int dt, const struct opreg__gemv_args *a, const float *ac
 
 /* Weight rows [j0, j0 + nc), nc <= OPREG__GEMV_PANEL, against every input
  * row: block by block, then the sums out. @p wb holds a block of the
- * widened rows, @p acc the sums. */
+ * widened rows, @p acc the sums. f32 blocks of whole vectors are
+ * multiplied where they lie, fetched ahead into L1 (gemv_panel_rows):
+ * M = 16 on Zen 5 from L3 38-40 -> 43-46 GB/s, from memory 2-3% faster. */
 AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *acc, int64_t j0,
                    int nc, int next) {
     size_t es = gemv_es(dt), ws = (size_t)a->w_stride * es;
@@ -642,7 +645,8 @@ AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *a
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB, x += m * OPREG__GEMV_KB) {
         int64_t kb = a->k - p0 < OPREG__GEMV_KB ? a->k - p0 : OPREG__GEMV_KB;
         int64_t kv = (kb + VW - 1) / VW * VW;
-        for (int r = 0; r < nc; r++) {
+        int inplace = dt == OPREG_DTYPE_F32 && kb == kv;
+        for (int r = 0; r < nc && !inplace; r++) {
             const char *src = w + r * ws + (size_t)p0 * es;
             /* fp8: a 256th of the weights, 2 * VW a step as gemv_fp8_tile
              * (zeros past kv, still inside the row's buffer) */
@@ -661,8 +665,9 @@ AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *a
         }
         int64_t pfb;
         const char *pf = gemv_ahead(w, ws, a->k, p0, OPREG__GEMV_KB, es, next, &pfb);
-        gemv_panel_block(GEMV_PANEL_F32, p0 == 0, x, (const char *)wb,
-                         OPREG__GEMV_KB * sizeof(float), acc, m, kv, nc, pf, ws, pfb);
+        gemv_panel_block(
+            GEMV_PANEL_F32, p0 == 0, x, inplace ? w + (size_t)p0 * es : (const char *)wb,
+            inplace ? ws : OPREG__GEMV_KB * sizeof(float), acc, m, kv, nc, pf, ws, pfb);
     }
     /* fp8: each sum times 256, or NaN for a weight row with a NaN code */
     float times[OPREG__GEMV_PANEL];
