@@ -734,6 +734,20 @@ static void gemv_panel_fp8_range(const void *args, int64_t c0, int64_t c1) {
 #ifdef OPREG__SIMD_BF16
 /* ---- the packed kernels: AVX512-VNNI and AVX512-BF16 ----------------------- */
 
+/* How far ahead in its row, in bytes, a tile fetches each weight row,
+ * where the tile does much for each weight it loads. From memory the fp8
+ * pairs tile runs far below its rate from L2 (Zen 5, one core, M = 1:
+ * 23.5 GB/s against 90, where int8's tile streams at 41): the widening
+ * puts five instructions behind every load, which holds fewer loads in
+ * flight. The fetch ahead wins a part back: both cores, N = 14336,
+ * K = 4096, fp8 M = 1 32-34 -> 33.5-35.5 GB/s, M = 4 28.5-30.7 ->
+ * 32.4-34.3, about the same at 512 and 1024 bytes, and into L2 instead of
+ * L1 no better; copying each block of the rows to an L1 buffer first was
+ * slower (25 and 21 GB/s). int8 from 3 rows: M = 4 34-35 -> 35-37; at 1
+ * and 2 rows it gained nothing, and at 1 cost up to a tenth. A fetch past
+ * the weights' end is a hint, never a fault. */
+#define GEMV_TILE_AHEAD 2048
+
 /* int8 with VPDPBUSD (uint8 x int8 -> int32, 4 products a lane): each
  * weight vector becomes uint8 as w + 128 by one XOR as it is loaded, the
  * input rows stay as they are (int8), so each sum is x.w + 128 * sum(x),
@@ -757,8 +771,10 @@ AI void gemv_u8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int64
             acc[i][r] = _mm512_setzero_si512();
     for (; p + 64 <= k; p += 64) {
 #pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
+        for (int r = 0; r < nr; r++) {
+            if (mt > 2) _mm_prefetch((const char *)w + r * ws + p + GEMV_TILE_AHEAD, _MM_HINT_T0);
             wv[r] = _mm512_xor_si512(_mm512_loadu_si512(w + r * ws + p), flip);
+        }
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++) {
             __m512i xv = _mm512_loadu_si512(x + i * xs + p);
@@ -1048,21 +1064,10 @@ GEMV_VBMI AI void gemv_pairs_panel_fp8(const struct opreg__gemv_args *a, uint16_
     gemv_panel_out(OPREG_DTYPE_F8_E4M3FN, a, acc, j0, nc, NULL);
 }
 
-/* How far ahead in its row, in bytes, the fp8 pairs tile fetches each
- * weight row. From memory, a tile runs far below the rate it runs at from
- * L2 (Zen 5, one core, M = 1: 23.5 GB/s against 90, where int8's tile
- * streams at 41): its widening puts five instructions behind every load,
- * which holds fewer loads in flight. The fetch ahead wins a part back:
- * both cores, N = 14336, K = 4096, M = 1 32-34 -> 33.5-35.5 GB/s, M = 4
- * 28.5-30.7 -> 32.4-34.3, the same at 512 and 1024 bytes, and into L2
- * instead of L1 no better. Copying each block of the rows to an L1
- * buffer first was slower (25 and 21 GB/s). */
-#define GEMV_FP8_AHEAD 2048
-
 /* One tile of fp8 for the pairs kernels (few input rows, sums in
  * registers): input rows [i0, i0 + mt) from the packed blocks, weight rows
- * [j0, j0 + nr) widened 64 codes a step, each fetched GEMV_FP8_AHEAD
- * bytes ahead (a fetch past the row's end is a hint, never a fault). */
+ * [j0, j0 + nr) widened 64 codes a step, each fetched GEMV_TILE_AHEAD
+ * bytes ahead. */
 GEMV_VBMI AI void gemv_fp8_pairs_tile(const struct opreg__gemv_args *a, const __m512i tab[4],
                                       int64_t i0, int mt, int64_t j0, int nr) {
     const uint16_t *xb = (const uint16_t *)a->packed + i0 * OPREG__GEMV_KBP;
@@ -1078,7 +1083,7 @@ GEMV_VBMI AI void gemv_fp8_pairs_tile(const struct opreg__gemv_args *a, const __
     for (int64_t p = 0; p < k; p += 4 * VW) {
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++) {
-            _mm_prefetch((const char *)w + r * ws + p + GEMV_FP8_AHEAD, _MM_HINT_T0);
+            _mm_prefetch((const char *)w + r * ws + p + GEMV_TILE_AHEAD, _MM_HINT_T0);
             gemv_e4m3_pairs(w + r * ws + p, k - p, tab, &wl[r], &wh[r]);
         }
         const uint16_t *x = xb + p / OPREG__GEMV_KBP * xs + p % OPREG__GEMV_KBP;
