@@ -410,8 +410,8 @@ AI __m512i gemv_hsum16(const __m512i *v) {
                             _mm512_shuffle_i32x4(w[0], w[1], 0xDD));
 }
 
-AI void gemv_u8_panel_tile(const uint8_t *x, const int8_t *w, __m512i *acc, int64_t kv, int mt,
-                           int nr, int first) {
+AI void gemv_u8_panel_tile(const uint8_t *x, const int8_t *w, size_t wrs, __m512i *acc, int64_t kv,
+                           int mt, int nr, int first) {
     __m512i s[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
 #pragma GCC unroll 4
     for (int i = 0; i < mt; i++)
@@ -422,13 +422,13 @@ AI void gemv_u8_panel_tile(const uint8_t *x, const int8_t *w, __m512i *acc, int6
     for (int64_t q = 0; q < kv; q += 64) {
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++)
-            wv[r] = _mm512_load_si512(w + r * OPREG__GEMV_KB8 + q);
+            wv[r] = _mm512_loadu_si512(w + r * wrs + q);
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++) {
             __m512i xv = _mm512_load_si512(x + i * OPREG__GEMV_KB8 + q);
 #pragma GCC unroll 4
             for (int r = 0; r < nr; r++)
-                s[i][r] = gemv_dpbusd(s[i][r], wv[r], xv);
+                s[i][r] = gemv_dpbusd(s[i][r], xv, wv[r]);
         }
     }
 #pragma GCC unroll 4
@@ -498,7 +498,7 @@ AI void gemv_any_panel_tile(int kind, int first, const void *x, const void *w, s
                             void *acc, int64_t i, int64_t kv, int mt, int nr) {
 #ifdef OPREG__SIMD_BF16
     if (kind == GEMV_PANEL_U8) {
-        gemv_u8_panel_tile((const uint8_t *)x + i * OPREG__GEMV_KB8, w,
+        gemv_u8_panel_tile((const uint8_t *)x + i * OPREG__GEMV_KB8, w, wrs,
                            (__m512i *)acc + i * OPREG__GEMV_PANEL, kv, mt, nr, first);
         return;
     }
@@ -835,63 +835,66 @@ static void gemv_int8_u8_range(const void *args, int64_t c0, int64_t c1) {
 }
 
 /* int8 past one tile of input rows: the panel scheme above with VPDPBUSD,
- * the operands the other way round from gemv_u8_tile's. The input rows
- * come packed as they are (int8) in blocks of OPREG__GEMV_KB8 values of k,
- * with each row's sum after them (gemv_pack_u8); each block of the weight
- * rows is copied to a buffer as w + 128 (uint8, one XOR on the way), so
- * each sum is x.w + 128 * sum(x), which the row's sum takes back. That
- * correction costs nothing per weight row, where sum(w) would cost a
- * VPDPBUSD per 64 weights on the port the products need. int32 sums in
- * memory between blocks; they wrap and come out exact as gemv_u8_tile's. */
+ * the operands the other way round from gemv_u8_tile's, so that the
+ * weights are multiplied where they lie. The input rows come packed once
+ * as x + 128 (uint8) in blocks of OPREG__GEMV_KB8 values of k, zeros past
+ * k, with one more row of ones (gemv_pack_u8); each sum is then x.w +
+ * 128 * sum(w), and the ones row's sums are the sum(w) to take back: a
+ * sixteenth more products at 16 rows, where copying each block of the
+ * weights as w + 128 cost the panel about a quarter of its rate (Zen 5,
+ * one core, weights in L2: 5.1-5.2 VPDPBUSD a nanosecond with the copy,
+ * 6.2-6.5 of the wanted products this way). A last block shorter than a
+ * vector is copied, zero-padded, so that nothing past k is read. int32
+ * sums in memory between blocks; they wrap and come out exact as
+ * gemv_u8_tile's. */
 static void gemv_pack_u8(const struct opreg__gemv_args *a, uint8_t *dst) {
-    int32_t *sums = (int32_t *)(void *)(dst + opreg__gemv_u8_blocks_bytes(a));
-    for (int64_t i = 0; i < a->m; i++)
-        sums[i] = 0;
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB8)
-        for (int64_t i = 0; i < a->m; i++, dst += OPREG__GEMV_KB8) {
-            const uint8_t *src = (const uint8_t *)a->in + i * a->in_stride + p0;
+        for (int64_t i = 0; i <= a->m; i++, dst += OPREG__GEMV_KB8) {
             int64_t kb = a->k - p0 < OPREG__GEMV_KB8 ? a->k - p0 : OPREG__GEMV_KB8;
-            __m512i sum = _mm512_setzero_si512();
             for (int64_t q = 0; q < OPREG__GEMV_KB8; q += 64) {
                 int64_t n = kb - q < 0 ? 0 : kb - q > 64 ? 64 : kb - q;
                 __mmask64 live = n == 64 ? ~(__mmask64)0 : (__mmask64)((1ull << n) - 1u);
-                /* zeros past k, whose products are then 0 */
-                __m512i v = _mm512_maskz_loadu_epi8(live, src + q);
-                sum = _mm512_dpbusd_epi32(sum, _mm512_set1_epi8(1), v);
-                _mm512_storeu_si512(dst + q, v);
+                /* the ones row, or x + 128; zeros past k, whose products are then 0 */
+                __m512i v = _mm512_set1_epi8(1);
+                if (i < a->m)
+                    v = _mm512_xor_si512(
+                        _mm512_maskz_loadu_epi8(live,
+                                                (const uint8_t *)a->in + i * a->in_stride + p0 + q),
+                        _mm512_set1_epi8(-128));
+                _mm512_store_si512(dst + q, _mm512_maskz_mov_epi8(live, v));
             }
-            sums[i] += _mm512_reduce_add_epi32(sum);
         }
 }
 
-/* Weight rows [j0, j0 + nc) against every input row. @p wb holds a block
- * of the weight rows, @p acc the sums (64-byte aligned). */
+/* Weight rows [j0, j0 + nc) against every input row. @p wb holds a last
+ * short block of the weight rows, @p acc the sums (64-byte aligned) of the
+ * m input rows and the ones row. */
 AI void gemv_u8_panel(const struct opreg__gemv_args *a, int8_t *wb, __m512i *acc, int64_t j0,
                       int nc, int next) {
     const int8_t *w = (const int8_t *)a->w + j0 * a->w_stride;
     const uint8_t *x = a->packed;
-    const int32_t *xsum = (const int32_t *)(const void *)(x + opreg__gemv_u8_blocks_bytes(a));
     size_t ws = (size_t)a->w_stride;
-    int64_t m = a->m;
-    gemv_panel_zero(acc, m, nc);
-    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB8, x += m * OPREG__GEMV_KB8) {
+    int64_t m = a->m, rows = m + 1;
+    gemv_panel_zero(acc, rows, nc);
+    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB8, x += rows * OPREG__GEMV_KB8) {
         int64_t kb = a->k - p0 < OPREG__GEMV_KB8 ? a->k - p0 : OPREG__GEMV_KB8;
         int64_t kv = (kb + 63) / 64 * 64, pfb;
+        int inplace = kb == kv;
         const char *pf = gemv_ahead((const char *)w, ws, a->k, p0, OPREG__GEMV_KB8, 1, next, &pfb);
-        for (int r = 0; r < nc; r++)
+        for (int r = 0; r < nc && !inplace; r++)
             for (int64_t q = 0; q < kv; q += 64) {
                 __mmask64 live =
                     kb - q >= 64 ? ~(__mmask64)0 : (__mmask64)((1ull << (kb - q)) - 1u);
-                __m512i v = _mm512_maskz_loadu_epi8(live, w + r * ws + p0 + q);
                 _mm512_store_si512(wb + r * OPREG__GEMV_KB8 + q,
-                                   _mm512_xor_si512(v, _mm512_set1_epi8(-128)));
+                                   _mm512_maskz_loadu_epi8(live, w + r * ws + p0 + q));
             }
-        gemv_panel_block(GEMV_PANEL_U8, p0 == 0, x, (const char *)wb, OPREG__GEMV_KB8, acc, m, kv,
-                         nc, pf, ws, pfb);
+        gemv_panel_block(GEMV_PANEL_U8, p0 == 0, x,
+                         inplace ? (const char *)w + p0 : (const char *)wb,
+                         inplace ? ws : OPREG__GEMV_KB8, acc, rows, kv, nc, pf, ws, pfb);
     }
+    __m512i cs = _mm512_slli_epi32(gemv_hsum16(acc + m * OPREG__GEMV_PANEL), 7);
     for (int64_t i = 0; i < m; i++) {
-        __m512i d = _mm512_sub_epi32(gemv_hsum16(acc + i * OPREG__GEMV_PANEL),
-                                     _mm512_set1_epi32((int32_t)((uint32_t)xsum[i] << 7)));
+        __m512i d = _mm512_sub_epi32(gemv_hsum16(acc + i * OPREG__GEMV_PANEL), cs);
         gemv_scaled_outv(a, i, j0, nc, _mm512_cvtepi32_ps(d));
     }
 }
@@ -900,7 +903,7 @@ static void gemv_panel_int8_range(const void *args, int64_t c0, int64_t c1) {
     const struct opreg__gemv_args *a = args;
     int64_t j = c0 * OPREG__GEMV_PANEL, end = c1 * OPREG__GEMV_PANEL;
     size_t wbn = (size_t)OPREG__GEMV_PANEL * OPREG__GEMV_KB8,
-           accn = (size_t)a->m * OPREG__GEMV_PANEL;
+           accn = (size_t)(a->m + 1) * OPREG__GEMV_PANEL;
     int8_t *wb = aligned_alloc(64, wbn + accn * sizeof(__m512i));
     if (!wb) {
         gemv_groups(GEMV_INT8, OPREG_DTYPE_I8, a, c0 * GEMV_PANEL_GROUPS, c1 * GEMV_PANEL_GROUPS);
