@@ -239,8 +239,92 @@ AI void gemv_fp8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int6
             opreg__gemv_scaled_out(a, i0 + i, j0 + r, gemv_e4m3_sum(vhsum(acc[i][r]), seen[r]));
 }
 
+#ifdef OPREG__SIMD_BF16
+/* VPDPBUSD: @p acc plus, in each int32 lane, the four products of @p u's
+ * bytes (uint8) by @p s's (int8). In assembly, because GCC 12 copies
+ * every accumulator to another register and back around each
+ * _mm512_dpbusd_epi32 of an unrolled tile (its int32 vector type is not
+ * __m512i's), two moves for each product: the int8 panel's tile ran 6.0
+ * of them a nanosecond on Zen 5 where VDPBF16PS's ran 8.7. */
+AI __m512i gemv_dpbusd(__m512i acc, __m512i u, __m512i s) {
+    __asm__("vpdpbusd {%2, %1, %0|%0, %1, %2}" : "+v"(acc) : "v"(u), "v"(s));
+    return acc;
+}
+
+/* How far ahead in its row, in bytes, a tile fetches each weight row,
+ * where the tile does much for each weight it loads. From memory the fp8
+ * pairs tile runs far below its rate from L2 (Zen 5, one core, M = 1:
+ * 23.5 GB/s against 90, where int8's tile streams at 41): the widening
+ * puts five instructions behind every load, which holds fewer loads in
+ * flight. The fetch ahead wins a part back: both cores, N = 14336,
+ * K = 4096, fp8 M = 1 32-34 -> 33.5-35.5 GB/s, M = 4 28.5-30.7 ->
+ * 32.4-34.3, about the same at 512 and 1024 bytes, and into L2 instead of
+ * L1 no better; copying each block of the rows to an L1 buffer first was
+ * slower (25 and 21 GB/s). int8 from 3 rows: M = 4 34-35 -> 35-37; at 1
+ * and 2 rows it gained nothing, and at 1 cost up to a tenth. A fetch past
+ * the weights' end is a hint, never a fault. */
+#define GEMV_TILE_AHEAD 2048
+
+/* int8 with VPDPBUSD (uint8 x int8 -> int32, 4 products a lane): each
+ * weight vector becomes uint8 as w + 128 by one XOR as it is loaded, the
+ * input rows stay as they are (int8), so each sum is x.w + 128 * sum(x),
+ * and the row sums sum(x) that opreg__gemv_args.packed holds take the
+ * second term back. An XOR a weight vector is all the correction costs,
+ * where sum(w) would cost a VPDPBUSD per 64 weights on the port the
+ * products need. The int32 lanes wrap, and the sums come out exact
+ * whenever x.w fits int32 (k < 2^17). Past k the weights load as zeros,
+ * 128 after the XOR, against input values that load as zeros too. */
+AI void gemv_u8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int64_t j0, int nr) {
+    const int8_t *x = (const int8_t *)a->in + i0 * a->in_stride;
+    const int8_t *w = (const int8_t *)a->w + j0 * a->w_stride;
+    const uint32_t *xsum = (const uint32_t *)a->packed + i0;
+    int64_t ws = a->w_stride, xs = a->in_stride, k = a->k, p = 0;
+    const __m512i flip = _mm512_set1_epi8(-128);
+    __m512i acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
+#pragma GCC unroll 4
+    for (int r = 0; r < nr; r++)
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++)
+            acc[i][r] = _mm512_setzero_si512();
+    for (; p + 64 <= k; p += 64) {
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++) {
+            if (mt > 2) _mm_prefetch((const char *)w + r * ws + p + GEMV_TILE_AHEAD, _MM_HINT_T0);
+            wv[r] = _mm512_xor_si512(_mm512_loadu_si512(w + r * ws + p), flip);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            __m512i xv = _mm512_loadu_si512(x + i * xs + p);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                acc[i][r] = gemv_dpbusd(acc[i][r], wv[r], xv);
+        }
+    }
+    if (p < k) {
+        __mmask64 tail = (__mmask64)((1ull << (k - p)) - 1u);
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            wv[r] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(tail, w + r * ws + p), flip);
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            __m512i xv = _mm512_maskz_loadu_epi8(tail, x + i * xs + p);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                acc[i][r] = gemv_dpbusd(acc[i][r], wv[r], xv);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++) {
+            uint32_t d = (uint32_t)_mm512_reduce_add_epi32(acc[i][r]) - 128u * xsum[i];
+            opreg__gemv_scaled_out(a, i0 + i, j0 + r, (float)(int32_t)d);
+        }
+}
+#endif
+
 /* Tile kinds, constants once inlined. */
-enum { GEMV_LINEAR_LANES, GEMV_LINEAR_PAIRS, GEMV_INT8, GEMV_FP8 };
+enum { GEMV_LINEAR_LANES, GEMV_LINEAR_PAIRS, GEMV_INT8, GEMV_INT8_U8, GEMV_FP8 };
 
 AI void gemv_tile(int kind, int dt, const struct opreg__gemv_args *a, int64_t i0, int mt,
                   int64_t j0, int nr) {
@@ -248,6 +332,10 @@ AI void gemv_tile(int kind, int dt, const struct opreg__gemv_args *a, int64_t i0
         gemv_pairs_tile(a, i0, mt, j0, nr);
     else if (kind == GEMV_INT8)
         gemv_i8_tile(a, i0, mt, j0, nr);
+#ifdef OPREG__SIMD_BF16
+    else if (kind == GEMV_INT8_U8)
+        gemv_u8_tile(a, i0, mt, j0, nr);
+#endif
     else if (kind == GEMV_FP8)
         gemv_fp8_tile(a, i0, mt, j0, nr);
     else
@@ -294,6 +382,13 @@ static void gemv_fp8_range(const void *args, int64_t c0, int64_t c1) {
     gemv_groups(GEMV_FP8, OPREG_DTYPE_F8_E4M3FN, args, c0, c1);
 }
 
+#ifdef OPREG__SIMD_BF16
+/* int8 by gemv_u8_tile, on the input rows' sums in opreg__gemv_args.packed. */
+static void gemv_int8_u8_range(const void *args, int64_t c0, int64_t c1) {
+    gemv_groups(GEMV_INT8_U8, OPREG_DTYPE_I8, args, c0, c1);
+}
+#endif
+
 /* ---- more input rows than a tile: the weights from L1 ------------------ */
 
 /* Past one tile of input rows, the tiles above read each group's weight
@@ -315,8 +410,8 @@ static void gemv_fp8_range(const void *args, int64_t c0, int64_t c1) {
  * pass waited on every load. Into L2 for the panels that copy each block
  * (into L1 made no difference there, and a 32 KiB L1 already holds their
  * buffers and sums); into L1 for the blocks the tiles multiply where
- * they lie (bf16 pairs, f32): bf16 M = 16 30-35 -> 37.5-38.6 GB/s on Zen
- * 5 (48 KiB L1). */
+ * they lie (bf16 pairs, f32, int8): bf16 M = 16 30-35 -> 37.5-38.6 GB/s
+ * on Zen 5 (48 KiB L1). */
 #define GEMV_AHEAD 2
 
 /* The input rows as f32 for the panel kernels: block b of k, row i at
@@ -378,17 +473,6 @@ AI void gemv_prefetch(const char *p, int64_t bytes, int l1) {
 }
 
 #ifdef OPREG__SIMD_BF16
-/* VPDPBUSD: @p acc plus, in each int32 lane, the four products of @p u's
- * bytes (uint8) by @p s's (int8). In assembly, because GCC 12 copies
- * every accumulator to another register and back around each
- * _mm512_dpbusd_epi32 of an unrolled tile (its int32 vector type is not
- * __m512i's), two moves for each product: the int8 panel's tile ran 6.0
- * of them a nanosecond on Zen 5 where VDPBF16PS's ran 8.7. */
-AI __m512i gemv_dpbusd(__m512i acc, __m512i u, __m512i s) {
-    __asm__("vpdpbusd {%2, %1, %0|%0, %1, %2}" : "+v"(acc) : "v"(u), "v"(s));
-    return acc;
-}
-
 /* The int8 panel kernel's pieces (gemv_u8_panel below). The sums of the
  * lanes of v[0..15] in lanes 0..15 (the int32 lanes wrap, as the sums they
  * stand for do): a transpose in four rounds of adds. */
@@ -515,8 +599,7 @@ AI void gemv_any_panel_tile(int kind, int first, const void *x, const void *w, s
 }
 
 /* Every input row of one block against @p nr weight rows at @p w (@p wrs
- * bytes apart: a buffer's, or the rows' own where they lie; the int8
- * tiles' buffer rows are always OPREG__GEMV_KB8 apart), the
+ * bytes apart: a buffer's, or the rows' own where they lie), the
  * weights of a later block (@p pfb bytes of each row from @p pf, rows @p ws
  * apart; none when pf is NULL) fetched a row before each tile: into L1
  * where the tiles read the weights where they lie (wrs == ws). */
@@ -733,106 +816,6 @@ static void gemv_panel_fp8_range(const void *args, int64_t c0, int64_t c1) {
 
 #ifdef OPREG__SIMD_BF16
 /* ---- the packed kernels: AVX512-VNNI and AVX512-BF16 ----------------------- */
-
-/* How far ahead in its row, in bytes, a tile fetches each weight row,
- * where the tile does much for each weight it loads. From memory the fp8
- * pairs tile runs far below its rate from L2 (Zen 5, one core, M = 1:
- * 23.5 GB/s against 90, where int8's tile streams at 41): the widening
- * puts five instructions behind every load, which holds fewer loads in
- * flight. The fetch ahead wins a part back: both cores, N = 14336,
- * K = 4096, fp8 M = 1 32-34 -> 33.5-35.5 GB/s, M = 4 28.5-30.7 ->
- * 32.4-34.3, about the same at 512 and 1024 bytes, and into L2 instead of
- * L1 no better; copying each block of the rows to an L1 buffer first was
- * slower (25 and 21 GB/s). int8 from 3 rows: M = 4 34-35 -> 35-37; at 1
- * and 2 rows it gained nothing, and at 1 cost up to a tenth. A fetch past
- * the weights' end is a hint, never a fault. */
-#define GEMV_TILE_AHEAD 2048
-
-/* int8 with VPDPBUSD (uint8 x int8 -> int32, 4 products a lane): each
- * weight vector becomes uint8 as w + 128 by one XOR as it is loaded, the
- * input rows stay as they are (int8), so each sum is x.w + 128 * sum(x),
- * and the row sums sum(x) that opreg__gemv_args.packed holds take the
- * second term back. An XOR a weight vector is all the correction costs,
- * where sum(w) would cost a VPDPBUSD per 64 weights on the port the
- * products need. The int32 lanes wrap, and the sums come out exact
- * whenever x.w fits int32 (k < 2^17). Past k the weights load as zeros,
- * 128 after the XOR, against input values that load as zeros too. */
-AI void gemv_u8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int64_t j0, int nr) {
-    const int8_t *x = (const int8_t *)a->in + i0 * a->in_stride;
-    const int8_t *w = (const int8_t *)a->w + j0 * a->w_stride;
-    const uint32_t *xsum = (const uint32_t *)a->packed + i0;
-    int64_t ws = a->w_stride, xs = a->in_stride, k = a->k, p = 0;
-    const __m512i flip = _mm512_set1_epi8(-128);
-    __m512i acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
-#pragma GCC unroll 4
-    for (int r = 0; r < nr; r++)
-#pragma GCC unroll 4
-        for (int i = 0; i < mt; i++)
-            acc[i][r] = _mm512_setzero_si512();
-    for (; p + 64 <= k; p += 64) {
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++) {
-            if (mt > 2) _mm_prefetch((const char *)w + r * ws + p + GEMV_TILE_AHEAD, _MM_HINT_T0);
-            wv[r] = _mm512_xor_si512(_mm512_loadu_si512(w + r * ws + p), flip);
-        }
-#pragma GCC unroll 4
-        for (int i = 0; i < mt; i++) {
-            __m512i xv = _mm512_loadu_si512(x + i * xs + p);
-#pragma GCC unroll 4
-            for (int r = 0; r < nr; r++)
-                acc[i][r] = gemv_dpbusd(acc[i][r], wv[r], xv);
-        }
-    }
-    if (p < k) {
-        __mmask64 tail = (__mmask64)((1ull << (k - p)) - 1u);
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
-            wv[r] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(tail, w + r * ws + p), flip);
-#pragma GCC unroll 4
-        for (int i = 0; i < mt; i++) {
-            __m512i xv = _mm512_maskz_loadu_epi8(tail, x + i * xs + p);
-#pragma GCC unroll 4
-            for (int r = 0; r < nr; r++)
-                acc[i][r] = gemv_dpbusd(acc[i][r], wv[r], xv);
-        }
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < mt; i++)
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++) {
-            uint32_t d = (uint32_t)_mm512_reduce_add_epi32(acc[i][r]) - 128u * xsum[i];
-            opreg__gemv_scaled_out(a, i0 + i, j0 + r, (float)(int32_t)d);
-        }
-}
-
-AI void gemv_u8_rows(const struct opreg__gemv_args *a, int64_t j0, int nr) {
-    int64_t i = 0;
-    for (; i + VGEMV_ROWS <= a->m; i += VGEMV_ROWS)
-        gemv_u8_tile(a, i, VGEMV_ROWS, j0, nr);
-    switch (a->m - i) {
-    case 3:
-        gemv_u8_tile(a, i, 3, j0, nr);
-        break;
-    case 2:
-        gemv_u8_tile(a, i, 2, j0, nr);
-        break;
-    case 1:
-        gemv_u8_tile(a, i, 1, j0, nr);
-        break;
-    default:
-        break;
-    }
-}
-
-static void gemv_int8_u8_range(const void *args, int64_t c0, int64_t c1) {
-    const struct opreg__gemv_args *a = args;
-    int64_t j = c0 * OPREG__GEMV_COLS, end = c1 * OPREG__GEMV_COLS;
-    if (end > a->n) end = a->n;
-    for (; j + OPREG__GEMV_COLS <= end; j += OPREG__GEMV_COLS)
-        gemv_u8_rows(a, j, OPREG__GEMV_COLS);
-    for (; j < end; j++)
-        gemv_u8_rows(a, j, 1);
-}
 
 /* int8 past one tile of input rows: the panel scheme above with VPDPBUSD,
  * the operands the other way round from gemv_u8_tile's, so that the

@@ -88,7 +88,7 @@ struct opreg__gemv_args {
     int dt, out_dt;
     int per_token, per_channel;
     /* The input rows converted once per call: for gemv_int8_u8, each
-     * row's sum (m int32 values); for gemv_fp8 and the panel
+     * row's sum (m uint32 values, wrapping); for gemv_fp8 and the panel
      * kernels, f32 in blocks of k (gemv_pack in gemv_simd.h; int8 panels:
      * gemv_pack_u8). */
     const void *packed;
