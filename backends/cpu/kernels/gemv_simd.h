@@ -403,16 +403,25 @@ static void gemv_int8_u8_range(const void *args, int64_t c0, int64_t c1) {
  * as there. Products are FMAs of widened values: exact for bf16, f16 and
  * e4m3 operands, where VDPBF16PS would round each pair's addition. */
 
-/* The panel kernels fetch the weight rows' block GEMV_AHEAD blocks ahead
- * of the one they multiply, a row's lines before each tile, so that the
- * loads of the weights overlap the arithmetic. Measured on f32 at M = 16,
- * N = 14336, K = 4096: 12.0 ms against 16.7 without, where the widening
- * pass waited on every load. Into L2 for the panels that copy each block
- * (into L1 made no difference there, and a 32 KiB L1 already holds their
- * buffers and sums); into L1 for the blocks the tiles multiply where
- * they lie (bf16 pairs, f32, int8): bf16 M = 16 30-35 -> 37.5-38.6 GB/s
- * on Zen 5 (48 KiB L1). */
-#define GEMV_AHEAD 2
+/* The panel kernels fetch ahead the weight rows' block of a later one
+ * than they multiply, a row's lines before each tile, so that the loads of
+ * the weights overlap the arithmetic (struct gemv_fetch). Measured on f32
+ * at M = 16, N = 14336, K = 4096: 12.0 ms against 16.7 without, where the
+ * widening pass waited on every load. The panels that copy each block
+ * fetch GEMV_AHEAD_COPY blocks ahead into L2 (into L1 made no difference
+ * there, and a 32 KiB L1 already holds their buffers and sums; one block
+ * ahead: fp8 M = 8 34 -> 29 GB/s on Zen 5). Blocks the tiles multiply
+ * where they lie (bf16 pairs, f32, int8) come GEMV_AHEAD_L1 block ahead
+ * into L1, which then holds less of what the tiles do not read yet: on Zen
+ * 5 (48 KiB L1), two threads, M = 16, N = 14336, K = 4096, two blocks ahead
+ * into L2 -> into L1: bf16 30-35 -> 37.5-38.6 GB/s; two blocks -> one:
+ * int8 34.9 -> 38.2, bf16 38.5 -> 39.7, f32 35.5 -> 36.7. The f32 and
+ * bf16 panels fetch GEMV_AHEAD_FAR blocks ahead into L2 as well (f32
+ * 36.7 -> 39.5, bf16 36.7 -> 38.9; int8 38.2 -> 35.7 with it in one
+ * sitting, level in another, so int8 does not). */
+#define GEMV_AHEAD_COPY 2
+#define GEMV_AHEAD_L1   1
+#define GEMV_AHEAD_FAR  3
 
 /* The input rows as f32 for the panel kernels: block b of k, row i at
  * dst + (b * m + i) * OPREG__GEMV_KB, zeros past k. */
@@ -598,22 +607,37 @@ AI void gemv_any_panel_tile(int kind, int first, const void *x, const void *w, s
                     (float *)acc + i * OPREG__GEMV_PANEL * VW, kv, mt, nr, first);
 }
 
+/* What a panel fetches while it multiplies a block (gemv_fetch_at):
+ * @p bytes of each weight row from @p near (rows @p ws apart), into L1
+ * with @p l1, else into L2; and @p far_bytes of each from @p far, into L2.
+ * NULL for none. */
+struct gemv_fetch {
+    const char *near, *far;
+    size_t ws;
+    int64_t bytes, far_bytes;
+    int l1;
+};
+
+/* The lines that @p f fetches of weight row @p r of the panel. */
+AI void gemv_fetch_row(const struct gemv_fetch *f, int r) {
+    if (f->near) gemv_prefetch(f->near + r * f->ws, f->bytes, f->l1);
+    if (f->far) gemv_prefetch(f->far + r * f->ws, f->far_bytes, 0);
+}
+
 /* Every input row of one block against @p nr weight rows at @p w (@p wrs
- * bytes apart: a buffer's, or the rows' own where they lie), the
- * weights of a later block (@p pfb bytes of each row from @p pf, rows @p ws
- * apart; none when pf is NULL) fetched a row before each tile: into L1
- * where the tiles read the weights where they lie (wrs == ws). */
+ * bytes apart: a buffer's, or the rows' own where they lie), weight rows
+ * [r0, r0 + nr) of the blocks that @p f names fetched a row before each
+ * tile. */
 AI void gemv_panel_rows(int kind, int first, const void *x, const void *w, size_t wrs, void *acc,
-                        int64_t m, int64_t kv, int nr, const char *pf, size_t ws, int64_t pfb) {
+                        int64_t m, int64_t kv, int nr, const struct gemv_fetch *f, int r0) {
     int64_t i = 0;
-    int t = 0, l1 = wrs == ws;
+    int t = 0;
     for (; i + VGEMV_ROWS <= m; i += VGEMV_ROWS, t++) {
-        if (pf && t < nr) gemv_prefetch(pf + t * ws, pfb, l1);
+        if (t < nr) gemv_fetch_row(f, r0 + t);
         gemv_any_panel_tile(kind, first, x, w, wrs, acc, i, kv, VGEMV_ROWS, nr);
     }
-    if (pf)
-        for (; t < nr; t++)
-            gemv_prefetch(pf + t * ws, pfb, l1);
+    for (; t < nr; t++)
+        gemv_fetch_row(f, r0 + t);
     switch (m - i) {
     case 3:
         gemv_any_panel_tile(kind, first, x, w, wrs, acc, i, kv, 3, nr);
@@ -632,17 +656,17 @@ AI void gemv_panel_rows(int kind, int first, const void *x, const void *w, size_
 /* One block of a panel: every input row (at @p x) against @p nc weight
  * rows at @p w, @p wrs bytes apart, kv values of k, each group of
  * OPREG__GEMV_COLS rows a call of gemv_panel_rows, then the rows left one
- * by one; their sums are VW floats (a vector) apart in @p acc. */
+ * by one; their sums are VW floats (a vector) apart in @p acc. The weights
+ * that @p f names are fetched meanwhile. */
 AI void gemv_panel_block(int kind, int first, const void *x, const char *w, size_t wrs, void *acc,
-                         int64_t m, int64_t kv, int nc, const char *pf, size_t ws, int64_t pfb) {
+                         int64_t m, int64_t kv, int nc, const struct gemv_fetch *f) {
     float *sums = acc;
     int c = 0;
     for (; c + OPREG__GEMV_COLS <= nc; c += OPREG__GEMV_COLS)
-        gemv_panel_rows(kind, first, x, w + c * wrs, wrs, sums + c * VW, m, kv, OPREG__GEMV_COLS,
-                        pf ? pf + c * ws : NULL, ws, pfb);
+        gemv_panel_rows(kind, first, x, w + c * wrs, wrs, sums + c * VW, m, kv, OPREG__GEMV_COLS, f,
+                        c);
     for (; c < nc; c++)
-        gemv_panel_rows(kind, first, x, w + c * wrs, wrs, sums + c * VW, m, kv, 1,
-                        pf ? pf + c * ws : NULL, ws, pfb);
+        gemv_panel_rows(kind, first, x, w + c * wrs, wrs, sums + c * VW, m, kv, 1, f, c);
 }
 
 /* A panel's sums (m * OPREG__GEMV_PANEL vectors at @p acc) before its
@@ -654,20 +678,33 @@ AI void gemv_panel_zero(void *acc, int64_t m, int nc) {
 }
 
 /* Where the panel kernels fetch ahead, for the weight rows at @p w (@p ws
- * bytes apart) in the block at p0: the block GEMV_AHEAD blocks (of @p kblk
+ * bytes apart) in the block at p0: the block @p ahead blocks (of @p kblk
  * values of @p es bytes) later, or past k, with @p next, the block as far
  * into the next panel's rows, so that a panel's first blocks do not wait
  * on memory; *bytes: that block's bytes of each row, 0 (and NULL) for
  * none. */
 AI const char *gemv_ahead(const char *w, size_t ws, int64_t k, int64_t p0, int64_t kblk, size_t es,
-                          int next, int64_t *bytes) {
-    int64_t at = p0 + GEMV_AHEAD * kblk;
+                          int ahead, int next, int64_t *bytes) {
+    int64_t at = p0 + ahead * kblk;
     if (at >= k && next) {
         at -= (k + kblk - 1) / kblk * kblk;
         w += OPREG__GEMV_PANEL * ws;
     }
     *bytes = at < k ? (k - at < kblk ? k - at : kblk) * (int64_t)es : 0;
     return *bytes ? w + at * (int64_t)es : NULL;
+}
+
+/* What a panel fetches while it multiplies the block at p0 of the weight
+ * rows at @p w, as gemv_ahead: the next block into L1 where the tiles read
+ * the weights where they lie (@p l1), else a later one into L2; with @p
+ * far, one further still into L2 as well. */
+AI struct gemv_fetch gemv_fetch_at(const char *w, size_t ws, int64_t k, int64_t p0, int64_t kblk,
+                                   size_t es, int next, int l1, int far) {
+    struct gemv_fetch f = { .ws = ws, .l1 = l1 };
+    f.near =
+        gemv_ahead(w, ws, k, p0, kblk, es, l1 ? GEMV_AHEAD_L1 : GEMV_AHEAD_COPY, next, &f.bytes);
+    f.far = far ? gemv_ahead(w, ws, k, p0, kblk, es, GEMV_AHEAD_FAR, next, &f.far_bytes) : NULL;
+    return f;
 }
 
 /* cutlass_scaled_mm's outputs (i, j0) to (i, j0 + n - 1), n <= VW, from
@@ -746,11 +783,11 @@ AI void gemv_panel(int dt, const struct opreg__gemv_args *a, float *wb, float *a
                        kb - q >= VW ? gemv_load(dt, src + (size_t)q * es)
                                     : gemv_load_n(dt, src + (size_t)q * es, kb - q));
         }
-        int64_t pfb;
-        const char *pf = gemv_ahead(w, ws, a->k, p0, OPREG__GEMV_KB, es, next, &pfb);
-        gemv_panel_block(
-            GEMV_PANEL_F32, p0 == 0, x, inplace ? w + (size_t)p0 * es : (const char *)wb,
-            inplace ? ws : OPREG__GEMV_KB * sizeof(float), acc, m, kv, nc, pf, ws, pfb);
+        int f32 = dt == OPREG_DTYPE_F32;
+        struct gemv_fetch f = gemv_fetch_at(w, ws, a->k, p0, OPREG__GEMV_KB, es, next, f32, f32);
+        gemv_panel_block(GEMV_PANEL_F32, p0 == 0, x,
+                         inplace ? w + (size_t)p0 * es : (const char *)wb,
+                         inplace ? ws : OPREG__GEMV_KB * sizeof(float), acc, m, kv, nc, &f);
     }
     /* fp8: each sum times 256, or NaN for a weight row with a NaN code */
     float times[OPREG__GEMV_PANEL];
@@ -861,9 +898,10 @@ AI void gemv_u8_panel(const struct opreg__gemv_args *a, int8_t *wb, __m512i *acc
     gemv_panel_zero(acc, rows, nc);
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB8, x += rows * OPREG__GEMV_KB8) {
         int64_t kb = a->k - p0 < OPREG__GEMV_KB8 ? a->k - p0 : OPREG__GEMV_KB8;
-        int64_t kv = (kb + 63) / 64 * 64, pfb;
+        int64_t kv = (kb + 63) / 64 * 64;
         int inplace = kb == kv;
-        const char *pf = gemv_ahead((const char *)w, ws, a->k, p0, OPREG__GEMV_KB8, 1, next, &pfb);
+        struct gemv_fetch f =
+            gemv_fetch_at((const char *)w, ws, a->k, p0, OPREG__GEMV_KB8, 1, next, 1, 0);
         for (int r = 0; r < nc && !inplace; r++)
             for (int64_t q = 0; q < kv; q += 64) {
                 __mmask64 live =
@@ -873,7 +911,7 @@ AI void gemv_u8_panel(const struct opreg__gemv_args *a, int8_t *wb, __m512i *acc
             }
         gemv_panel_block(GEMV_PANEL_U8, p0 == 0, x,
                          inplace ? (const char *)w + p0 : (const char *)wb,
-                         inplace ? ws : OPREG__GEMV_KB8, acc, rows, kv, nc, pf, ws, pfb);
+                         inplace ? ws : OPREG__GEMV_KB8, acc, rows, kv, nc, &f);
     }
     __m512i cs = _mm512_slli_epi32(gemv_hsum16(acc + m * OPREG__GEMV_PANEL), 7);
     for (int64_t i = 0; i < m; i++) {
@@ -1016,10 +1054,10 @@ AI void gemv_pairs_panel_bf16(const struct opreg__gemv_args *a, float *acc, int6
     const uint16_t *x = a->packed;
     gemv_panel_zero(acc, a->m, nc);
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KBP, x += a->m * OPREG__GEMV_KBP) {
-        int64_t kb = a->k - p0 < OPREG__GEMV_KBP ? a->k - p0 : OPREG__GEMV_KBP, pfb;
-        const char *pf = gemv_ahead(w, ws, a->k, p0, OPREG__GEMV_KBP, 2, next, &pfb);
+        int64_t kb = a->k - p0 < OPREG__GEMV_KBP ? a->k - p0 : OPREG__GEMV_KBP;
+        struct gemv_fetch f = gemv_fetch_at(w, ws, a->k, p0, OPREG__GEMV_KBP, 2, next, 1, 1);
         gemv_panel_block(GEMV_PANEL_PAIRS, p0 == 0, x, w + (size_t)p0 * 2, ws, acc, a->m, kb, nc,
-                         pf, ws, pfb);
+                         &f);
     }
     gemv_panel_out(OPREG_DTYPE_BF16, a, acc, j0, nc, NULL);
 }
@@ -1035,8 +1073,9 @@ GEMV_VBMI AI void gemv_pairs_panel_fp8(const struct opreg__gemv_args *a, uint16_
     gemv_e4m3_table(tab);
     gemv_panel_zero(acc, a->m, nc);
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KBP, x += a->m * OPREG__GEMV_KBP) {
-        int64_t kb = a->k - p0 < OPREG__GEMV_KBP ? a->k - p0 : OPREG__GEMV_KBP, pfb;
-        const char *pf = gemv_ahead((const char *)w, ws, a->k, p0, OPREG__GEMV_KBP, 1, next, &pfb);
+        int64_t kb = a->k - p0 < OPREG__GEMV_KBP ? a->k - p0 : OPREG__GEMV_KBP;
+        struct gemv_fetch f =
+            gemv_fetch_at((const char *)w, ws, a->k, p0, OPREG__GEMV_KBP, 1, next, 0, 0);
         for (int r = 0; r < nc; r++)
             for (int64_t q = 0; q < kb; q += 4 * VW) {
                 vf lo, hi;
@@ -1045,7 +1084,7 @@ GEMV_VBMI AI void gemv_pairs_panel_fp8(const struct opreg__gemv_args *a, uint16_
                 vstore(OPREG_DTYPE_F32, wb + r * OPREG__GEMV_KBP + q + 2 * VW, hi);
             }
         gemv_panel_block(GEMV_PANEL_PAIRS, p0 == 0, x, (const char *)wb, OPREG__GEMV_KBP * 2, acc,
-                         a->m, (kb + 4 * VW - 1) / (4 * VW) * (4 * VW), nc, pf, ws, pfb);
+                         a->m, (kb + 4 * VW - 1) / (4 * VW) * (4 * VW), nc, &f);
     }
     gemv_panel_out(OPREG_DTYPE_F8_E4M3FN, a, acc, j0, nc, NULL);
 }
