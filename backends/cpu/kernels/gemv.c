@@ -56,12 +56,12 @@ static int64_t units(int64_t n, bool panel) {
 }
 
 /* The input rows converted once by the path (f32 in blocks of
- * OPREG__GEMV_KB by gemv_pack, or with @p u8 uint8 in blocks of
- * OPREG__GEMV_KB8 by gemv_pack_u8), in memory the caller frees; NULL
- * without memory. */
+ * OPREG__GEMV_KB by gemv_pack, or with @p u8 int8 in blocks of
+ * OPREG__GEMV_KB8 and each row's sum by gemv_pack_u8), in memory the
+ * caller frees; NULL without memory. */
 static void *pack_rows(const struct opreg__cpu_simd *s, const struct opreg__gemv_args *a, bool u8) {
     int64_t blocks = (a->k + OPREG__GEMV_KB - 1) / OPREG__GEMV_KB;
-    size_t bytes = u8 ? (size_t)opreg__gemv_u8_blocks_bytes(a)
+    size_t bytes = u8 ? (size_t)opreg__gemv_u8_blocks_bytes(a) + (size_t)a->m * sizeof(uint32_t)
                       : (size_t)(blocks * a->m * OPREG__GEMV_KB) * sizeof(float);
     void *x = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (x && u8)

@@ -503,8 +503,9 @@ AI __m512i gemv_hsum16(const __m512i *v) {
                             _mm512_shuffle_i32x4(w[0], w[1], 0xDD));
 }
 
-AI void gemv_u8_panel_tile(const uint8_t *x, const int8_t *w, size_t wrs, __m512i *acc, int64_t kv,
+AI void gemv_u8_panel_tile(const int8_t *x, const int8_t *w, size_t wrs, __m512i *acc, int64_t kv,
                            int mt, int nr, int first) {
+    const __m512i flip = _mm512_set1_epi8(-128);
     __m512i s[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
 #pragma GCC unroll 4
     for (int i = 0; i < mt; i++)
@@ -515,13 +516,13 @@ AI void gemv_u8_panel_tile(const uint8_t *x, const int8_t *w, size_t wrs, __m512
     for (int64_t q = 0; q < kv; q += 64) {
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++)
-            wv[r] = _mm512_loadu_si512(w + r * wrs + q);
+            wv[r] = _mm512_xor_si512(_mm512_loadu_si512(w + r * wrs + q), flip);
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++) {
             __m512i xv = _mm512_load_si512(x + i * OPREG__GEMV_KB8 + q);
 #pragma GCC unroll 4
             for (int r = 0; r < nr; r++)
-                s[i][r] = gemv_dpbusd(s[i][r], xv, wv[r]);
+                s[i][r] = gemv_dpbusd(s[i][r], wv[r], xv);
         }
     }
 #pragma GCC unroll 4
@@ -591,7 +592,7 @@ AI void gemv_any_panel_tile(int kind, int first, const void *x, const void *w, s
                             void *acc, int64_t i, int64_t kv, int mt, int nr) {
 #ifdef OPREG__SIMD_BF16
     if (kind == GEMV_PANEL_U8) {
-        gemv_u8_panel_tile((const uint8_t *)x + i * OPREG__GEMV_KB8, w, wrs,
+        gemv_u8_panel_tile((const int8_t *)x + i * OPREG__GEMV_KB8, w, wrs,
                            (__m512i *)acc + i * OPREG__GEMV_PANEL, kv, mt, nr, first);
         return;
     }
@@ -854,49 +855,59 @@ static void gemv_panel_fp8_range(const void *args, int64_t c0, int64_t c1) {
 #ifdef OPREG__SIMD_BF16
 /* ---- the packed kernels: AVX512-VNNI and AVX512-BF16 ----------------------- */
 
-/* int8 past one tile of input rows: the panel scheme above with VPDPBUSD,
- * the operands the other way round from gemv_u8_tile's, so that the
- * weights are multiplied where they lie. The input rows come packed once
- * as x + 128 (uint8) in blocks of OPREG__GEMV_KB8 values of k, zeros past
- * k, with one more row of ones (gemv_pack_u8); each sum is then x.w +
- * 128 * sum(w), and the ones row's sums are the sum(w) to take back: a
- * sixteenth more products at 16 rows, where copying each block of the
- * weights as w + 128 cost the panel about a quarter of its rate (Zen 5,
- * one core, weights in L2: 5.1-5.2 VPDPBUSD a nanosecond with the copy,
- * 6.2-6.5 of the wanted products this way). A last block shorter than a
- * vector is copied, zero-padded, so that nothing past k is read. int32
- * sums in memory between blocks; they wrap and come out exact as
- * gemv_u8_tile's. */
+/* int8 past one tile of input rows: the panel scheme above with VPDPBUSD
+ * and gemv_u8_tile's operands: each weight vector flipped to w + 128 (the
+ * unsigned operand) as it loads, the input rows signed, so that the
+ * weights are multiplied where they lie; each sum is then x.w + 128 *
+ * sum(x), and sum(x) is taken once a call. The input rows come packed once
+ * in blocks of OPREG__GEMV_KB8 values of k, zeros past k, their sums
+ * (uint32, wrapping) after the blocks (gemv_pack_u8). The flips cost a
+ * quarter of an instruction per product at 16 rows (each weight vector
+ * loads once per four input rows), which other ports than VPDPBUSD's
+ * take: Zen 5, one core, M = 16, K = 4096, weights in L3 23.6 -> 25.8
+ * GB/s against a sixteenth more products from a packed row of ones that
+ * gave sum(w) instead (and copying each block as w + 128 cost the panel
+ * about a quarter of its rate). A last block shorter than a vector is
+ * copied, zero-padded, so that nothing past k is read (its padding flips
+ * to 128, times the input rows' zeros). int32 sums in memory between
+ * blocks; they wrap and come out exact as gemv_u8_tile's. */
 static void gemv_pack_u8(const struct opreg__gemv_args *a, uint8_t *dst) {
+    uint32_t *sums = (uint32_t *)(void *)(dst + opreg__gemv_u8_blocks_bytes(a));
+    for (int64_t i = 0; i < a->m; i++) {
+        const int8_t *x = (const int8_t *)a->in + i * a->in_stride;
+        __m512i sum = _mm512_setzero_si512();
+        for (int64_t p = 0; p < a->k; p += 64) {
+            __mmask64 live =
+                a->k - p >= 64 ? ~(__mmask64)0 : (__mmask64)((1ull << (a->k - p)) - 1u);
+            sum = gemv_dpbusd(sum, _mm512_set1_epi8(1), _mm512_maskz_loadu_epi8(live, x + p));
+        }
+        sums[i] = (uint32_t)_mm512_reduce_add_epi32(sum);
+    }
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB8)
-        for (int64_t i = 0; i <= a->m; i++, dst += OPREG__GEMV_KB8) {
+        for (int64_t i = 0; i < a->m; i++, dst += OPREG__GEMV_KB8) {
             int64_t kb = a->k - p0 < OPREG__GEMV_KB8 ? a->k - p0 : OPREG__GEMV_KB8;
             for (int64_t q = 0; q < OPREG__GEMV_KB8; q += 64) {
                 int64_t n = kb - q < 0 ? 0 : kb - q > 64 ? 64 : kb - q;
                 __mmask64 live = n == 64 ? ~(__mmask64)0 : (__mmask64)((1ull << n) - 1u);
-                /* the ones row, or x + 128; zeros past k, whose products are then 0 */
-                __m512i v = _mm512_set1_epi8(1);
-                if (i < a->m)
-                    v = _mm512_xor_si512(
-                        _mm512_maskz_loadu_epi8(live,
-                                                (const uint8_t *)a->in + i * a->in_stride + p0 + q),
-                        _mm512_set1_epi8(-128));
-                _mm512_store_si512(dst + q, _mm512_maskz_mov_epi8(live, v));
+                /* zeros past k, whose products are then 0 */
+                _mm512_store_si512(dst + q,
+                                   _mm512_maskz_loadu_epi8(live, (const uint8_t *)a->in +
+                                                                     i * a->in_stride + p0 + q));
             }
         }
 }
 
 /* Weight rows [j0, j0 + nc) against every input row. @p wb holds a last
- * short block of the weight rows, @p acc the sums (64-byte aligned) of the
- * m input rows and the ones row. */
+ * short block of the weight rows, @p acc the sums (64-byte aligned). */
 AI void gemv_u8_panel(const struct opreg__gemv_args *a, int8_t *wb, __m512i *acc, int64_t j0,
                       int nc, int next) {
     const int8_t *w = (const int8_t *)a->w + j0 * a->w_stride;
     const uint8_t *x = a->packed;
     size_t ws = (size_t)a->w_stride;
-    int64_t m = a->m, rows = m + 1;
-    gemv_panel_zero(acc, rows, nc);
-    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB8, x += rows * OPREG__GEMV_KB8) {
+    int64_t m = a->m;
+    const uint32_t *xsum = (const uint32_t *)(const void *)(x + opreg__gemv_u8_blocks_bytes(a));
+    gemv_panel_zero(acc, m, nc);
+    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB8, x += m * OPREG__GEMV_KB8) {
         int64_t kb = a->k - p0 < OPREG__GEMV_KB8 ? a->k - p0 : OPREG__GEMV_KB8;
         int64_t kv = (kb + 63) / 64 * 64;
         int inplace = kb == kv;
@@ -911,11 +922,11 @@ AI void gemv_u8_panel(const struct opreg__gemv_args *a, int8_t *wb, __m512i *acc
             }
         gemv_panel_block(GEMV_PANEL_U8, p0 == 0, x,
                          inplace ? (const char *)w + p0 : (const char *)wb,
-                         inplace ? ws : OPREG__GEMV_KB8, acc, rows, kv, nc, &f);
+                         inplace ? ws : OPREG__GEMV_KB8, acc, m, kv, nc, &f);
     }
-    __m512i cs = _mm512_slli_epi32(gemv_hsum16(acc + m * OPREG__GEMV_PANEL), 7);
     for (int64_t i = 0; i < m; i++) {
-        __m512i d = _mm512_sub_epi32(gemv_hsum16(acc + i * OPREG__GEMV_PANEL), cs);
+        __m512i d = _mm512_sub_epi32(gemv_hsum16(acc + i * OPREG__GEMV_PANEL),
+                                     _mm512_set1_epi32((int)(128u * xsum[i])));
         gemv_scaled_outv(a, i, j0, nc, _mm512_cvtepi32_ps(d));
     }
 }
@@ -924,7 +935,7 @@ static void gemv_panel_int8_range(const void *args, int64_t c0, int64_t c1) {
     const struct opreg__gemv_args *a = args;
     int64_t j = c0 * OPREG__GEMV_PANEL, end = c1 * OPREG__GEMV_PANEL;
     size_t wbn = (size_t)OPREG__GEMV_PANEL * OPREG__GEMV_KB8,
-           accn = (size_t)(a->m + 1) * OPREG__GEMV_PANEL;
+           accn = (size_t)a->m * OPREG__GEMV_PANEL;
     int8_t *wb = aligned_alloc(64, wbn + accn * sizeof(__m512i));
     if (!wb) {
         gemv_groups(GEMV_INT8, OPREG_DTYPE_I8, a, c0 * GEMV_PANEL_GROUPS, c1 * GEMV_PANEL_GROUPS);

@@ -101,11 +101,11 @@ struct opreg__gemv_args {
 #define OPREG__GEMV_KB8   512 /* int8 values of k a block */
 #define OPREG__GEMV_KBP   256 /* bf16 pairs panel: values of k a block */
 
-/* The bytes of the int8 panels' packed input rows (gemv_pack_u8): the
- * blocks of k of every row and of one row of ones, the last block
- * padded. */
+/* The bytes of the int8 panels' packed input rows (gemv_pack_u8) up to
+ * the rows' sums that follow them: the blocks of k of every row, the last
+ * block padded. */
 static inline int64_t opreg__gemv_u8_blocks_bytes(const struct opreg__gemv_args *a) {
-    return (a->k + OPREG__GEMV_KB8 - 1) / OPREG__GEMV_KB8 * OPREG__GEMV_KB8 * (a->m + 1);
+    return (a->k + OPREG__GEMV_KB8 - 1) / OPREG__GEMV_KB8 * OPREG__GEMV_KB8 * a->m;
 }
 
 /* The portable paged_attention_v1 over items [r0, r1). */
