@@ -289,9 +289,9 @@ static opreg_status run_reshape_and_cache_flash(const opreg_value *args, opreg_v
 
 static opreg_status run_topk_softmax(const opreg_value *args, opreg_value *rets,
                                      const struct cpu_provider *p) {
-    (void)rets, (void)p;
+    (void)rets;
     const opreg_tensor *w = TS(0), *ids = TS(1), *tei = TS(2), *g = TS(3);
-    opreg__cpu_topk_softmax(opreg__ptr(w), opreg__ptr(ids), opreg__ptr(tei), opreg__ptr(g),
+    opreg__cpu_topk_softmax(p->isa, opreg__ptr(w), opreg__ptr(ids), opreg__ptr(tei), opreg__ptr(g),
                             opreg__dtype_of(g), g->shape[0], g->shape[1], w->shape[1]);
     return OPREG_OK;
 }
@@ -567,7 +567,7 @@ static struct cpu_entry moe_align_block_size_p[] = {
          opreg__data_check_moe_align_block_size, ref_moe_align_block_size),
 };
 static struct cpu_entry topk_softmax_p[] = {
-    ONLY("portable", PRIO_PORTABLE, topk_softmax, 3, "gating_output", NULL, run_topk_softmax),
+    SIMD_PATHS(topk_softmax, 3, "gating_output", NULL, run_topk_softmax, 0, NULL),
 };
 static struct cpu_entry cutlass_scaled_mm_p[] = {
     PROVIDER("gemv", PRIO_GEMV, true, cutlass_scaled_mm, 1, "a", NULL, run_cutlass_scaled_mm_gemv,

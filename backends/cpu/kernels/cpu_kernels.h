@@ -135,10 +135,10 @@ void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const voi
 
 /* ---- MoE routing ------------------------------------------------------------- */
 
-/* topk_softmax for checked arguments: gating [tokens, experts] contiguous
- * in @p dt (f32, f16 or bf16); weights (f32), indices and token_expert
- * (int32) [tokens, k] contiguous. */
-void opreg__cpu_topk_softmax(float *weights, int32_t *indices, int32_t *token_expert,
+/* topk_softmax for checked arguments, on path @p isa: gating [tokens,
+ * experts] contiguous in @p dt (f32, f16 or bf16); weights (f32), indices
+ * and token_expert (int32) [tokens, k] contiguous. */
+void opreg__cpu_topk_softmax(int isa, float *weights, int32_t *indices, int32_t *token_expert,
                              const void *gating, int dt, int64_t tokens, int64_t experts,
                              int64_t k);
 

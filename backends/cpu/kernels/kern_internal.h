@@ -189,6 +189,9 @@ struct opreg__cpu_simd {
     const struct opreg__gemv_pairs *gemv_pairs;
     /* NULL when the call's sizes do not suit the path: see attention.c. */
     opreg__cpu_range_fn attention;
+    /* topk_softmax's max and sum of e^(l - max) of a row of finite logits;
+     * false for a row that is not (moe_simd.h, moe.c). */
+    bool (*softmax_stats)(const float *l, int64_t n, float *mx, float *sum);
 };
 
 extern const struct opreg__cpu_simd opreg__cpu_simd_avx2;

@@ -19,6 +19,7 @@
 #include "backends/cpu/kernels/quant_simd.h"
 #include "backends/cpu/kernels/attention_simd.h"
 #include "backends/cpu/kernels/gemv_simd.h"
+#include "backends/cpu/kernels/moe_simd.h"
 
 const struct opreg__cpu_simd opreg__cpu_simd_avx2 = {
     .rms_norm = rms_norm_range,
@@ -38,6 +39,7 @@ const struct opreg__cpu_simd opreg__cpu_simd_avx2 = {
     .gemv_pack = gemv_pack,
     .gemv_tile_rows = VGEMV_ROWS,
     .attention = attention_range,
+    .softmax_stats = softmax_stats,
 };
 
 #if defined(__clang__)

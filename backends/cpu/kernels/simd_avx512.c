@@ -21,6 +21,7 @@
 #include "backends/cpu/kernels/quant_simd.h"
 #include "backends/cpu/kernels/attention_simd.h"
 #include "backends/cpu/kernels/gemv_simd.h"
+#include "backends/cpu/kernels/moe_simd.h"
 
 const struct opreg__cpu_simd opreg__cpu_simd_avx512 = {
     .rms_norm = rms_norm_range,
@@ -40,6 +41,7 @@ const struct opreg__cpu_simd opreg__cpu_simd_avx512 = {
     .gemv_pack = gemv_pack,
     .gemv_tile_rows = VGEMV_ROWS,
     .attention = attention_range,
+    .softmax_stats = softmax_stats,
 };
 
 #if defined(__clang__)

@@ -23,6 +23,7 @@
 #include "backends/cpu/kernels/quant_simd.h"
 #include "backends/cpu/kernels/attention_simd.h"
 #include "backends/cpu/kernels/gemv_simd.h"
+#include "backends/cpu/kernels/moe_simd.h"
 
 const struct opreg__cpu_simd opreg__cpu_simd_avx512bf16 = {
     .rms_norm = rms_norm_range,
@@ -46,6 +47,7 @@ const struct opreg__cpu_simd opreg__cpu_simd_avx512bf16 = {
     .gemv_pack_u8 = gemv_pack_u8,
     .gemv_pairs = &gemv_pairs,
     .attention = attention_range,
+    .softmax_stats = softmax_stats,
 };
 
 #if defined(__clang__)

@@ -1,4 +1,6 @@
-/* topk_softmax's CPU kernel against ops/ref's, on every gating dtype:
+/* topk_softmax's CPU kernel against ops/ref's, on every gating dtype and
+ * every path this CPU runs (the SIMD paths' row statistics, rows past a
+ * vector's multiple included):
  * random logits, ties (equal logits: the lower expert first), k equal to
  * the expert count, rows holding NaN or infinities (ranked as ops/ref ranks
  * them), and enough tokens that threads split them. The experts and
@@ -38,16 +40,18 @@ static bool same_as_ref(const char *what, int dt, const void *gating, int64_t t,
         fprintf(stderr, "%s: the reference failed\n", what);
         ok = false;
     }
-    opreg__cpu_topk_softmax(w, ids, te, gating, dt, t, e, k);
-    for (int64_t i = 0; ok && i < t * k; i++) {
-        bool wok = isnan(rw[i]) ? isnan(w[i]) : fabsf(w[i] - rw[i]) <= 1e-5f * rw[i] + 1e-9f;
-        if (ids[i] != rids[i] || te[i] != rte[i] || !wok) {
-            fprintf(stderr,
-                    "%s (%s, %lld x %lld, k %lld): at %lld: expert %d weight %.9g index %d, "
-                    "ops/ref %d %.9g %d\n",
-                    what, kt_dt_name(dt), (long long)t, (long long)e, (long long)k, (long long)i,
-                    ids[i], w[i], te[i], rids[i], rw[i], rte[i]);
-            ok = false;
+    KT_FOR_EACH_ISA(isa) {
+        opreg__cpu_topk_softmax(isa, w, ids, te, gating, dt, t, e, k);
+        for (int64_t i = 0; ok && i < t * k; i++) {
+            bool wok = isnan(rw[i]) ? isnan(w[i]) : fabsf(w[i] - rw[i]) <= 1e-5f * rw[i] + 1e-9f;
+            if (ids[i] != rids[i] || te[i] != rte[i] || !wok) {
+                fprintf(stderr,
+                        "%s (%s, path %s, %lld x %lld, k %lld): at %lld: expert %d weight %.9g "
+                        "index %d, ops/ref %d %.9g %d\n",
+                        what, kt_dt_name(dt), opreg__cpu_isa_name(isa), (long long)t, (long long)e,
+                        (long long)k, (long long)i, ids[i], w[i], te[i], rids[i], rw[i], rte[i]);
+                ok = false;
+            }
         }
     }
     free(w), free(rw), free(ids), free(rids), free(te), free(rte);
@@ -55,8 +59,9 @@ static bool same_as_ref(const char *what, int dt, const void *gating, int64_t t,
 }
 
 TEST(topk_softmax_random) {
-    static const int64_t shapes[][3] = { { 37, 64, 8 },  { 9, 7, 3 }, { 1, 1, 1 },    { 5, 5, 5 },
-                                         { 3, 256, 16 }, { 0, 4, 2 }, { 2, 2000, 40 } };
+    static const int64_t shapes[][3] = { { 37, 64, 8 },   { 9, 7, 3 },    { 1, 1, 1 },
+                                         { 5, 5, 5 },     { 3, 256, 16 }, { 0, 4, 2 },
+                                         { 2, 2000, 40 }, { 6, 24, 6 },   { 5, 100, 10 } };
     for (int d = 0; d < 3; d++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             int dt = kt_float_dtypes[d];
@@ -106,6 +111,7 @@ TEST(topk_softmax_threads) {
 }
 
 int main(void) {
+    kt_report_isas("test_cpu_moe");
     RUN(topk_softmax_random);
     RUN(topk_softmax_ties);
     RUN(topk_softmax_special);
