@@ -209,15 +209,8 @@ void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const voi
     } else if ((panel = (packed = panel_rows(s, &a)) != NULL)) {
         fn = dt == OPREG_DTYPE_I8 ? s->gemv_panel_int8 : s->gemv_panel_fp8;
     } else if (s && dt == OPREG_DTYPE_I8 && s->gemv_int8_u8 &&
-               (packed = malloc((size_t)m * sizeof(int32_t)))) {
-        uint32_t *sums = packed; /* wrapping as the tiles' sums do */
-        for (int64_t i = 0; i < m; i++) {
-            const int8_t *x = (const int8_t *)a_data + i * a_stride;
-            uint32_t sum = 0;
-            for (int64_t p = 0; p < k; p++)
-                sum += (uint32_t)(int32_t)x[p];
-            sums[i] = sum;
-        }
+               (packed = malloc((size_t)m * sizeof(uint32_t)))) {
+        s->gemv_sums_s8(&a, packed);
         fn = s->gemv_int8_u8;
     } else if (s && dt == OPREG_DTYPE_I8) {
         fn = s->gemv_int8;

@@ -321,6 +321,23 @@ AI void gemv_u8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int64
             opreg__gemv_scaled_out(a, i0 + i, j0 + r, (float)(int32_t)d);
         }
 }
+
+/* Each input row's sum into @p dst (uint32, wrapping as the sums of
+ * VPDPBUSD do): sum(x), which the int8 tiles and panels take back as
+ * 128 * sum(x) for flipping the weights; VPDPBUSD by ones, 64 values a
+ * step. */
+static void gemv_sums_s8(const struct opreg__gemv_args *a, uint32_t *dst) {
+    for (int64_t i = 0; i < a->m; i++) {
+        const int8_t *x = (const int8_t *)a->in + i * a->in_stride;
+        __m512i sum = _mm512_setzero_si512();
+        for (int64_t p = 0; p < a->k; p += 64) {
+            __mmask64 live =
+                a->k - p >= 64 ? ~(__mmask64)0 : (__mmask64)((1ull << (a->k - p)) - 1u);
+            sum = gemv_dpbusd(sum, _mm512_set1_epi8(1), _mm512_maskz_loadu_epi8(live, x + p));
+        }
+        dst[i] = (uint32_t)_mm512_reduce_add_epi32(sum);
+    }
+}
 #endif
 
 /* Tile kinds, constants once inlined. */
@@ -872,17 +889,7 @@ static void gemv_panel_fp8_range(const void *args, int64_t c0, int64_t c1) {
  * to 128, times the input rows' zeros). int32 sums in memory between
  * blocks; they wrap and come out exact as gemv_u8_tile's. */
 static void gemv_pack_u8(const struct opreg__gemv_args *a, uint8_t *dst) {
-    uint32_t *sums = (uint32_t *)(void *)(dst + opreg__gemv_u8_blocks_bytes(a));
-    for (int64_t i = 0; i < a->m; i++) {
-        const int8_t *x = (const int8_t *)a->in + i * a->in_stride;
-        __m512i sum = _mm512_setzero_si512();
-        for (int64_t p = 0; p < a->k; p += 64) {
-            __mmask64 live =
-                a->k - p >= 64 ? ~(__mmask64)0 : (__mmask64)((1ull << (a->k - p)) - 1u);
-            sum = gemv_dpbusd(sum, _mm512_set1_epi8(1), _mm512_maskz_loadu_epi8(live, x + p));
-        }
-        sums[i] = (uint32_t)_mm512_reduce_add_epi32(sum);
-    }
+    gemv_sums_s8(a, (uint32_t *)(void *)(dst + opreg__gemv_u8_blocks_bytes(a)));
     for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB8)
         for (int64_t i = 0; i < a->m; i++, dst += OPREG__GEMV_KB8) {
             int64_t kb = a->k - p0 < OPREG__GEMV_KB8 ? a->k - p0 : OPREG__GEMV_KB8;

@@ -176,6 +176,8 @@ struct opreg__cpu_simd {
     /* NULL unless the path has VPDPBUSD: gemv_int8 on the input rows in
      * opreg__gemv_args.packed. */
     opreg__cpu_range_fn gemv_int8_u8;
+    /* Each input row's sum, as gemv_int8_u8 takes them (m uint32). */
+    void (*gemv_sums_s8)(const struct opreg__gemv_args *a, uint32_t *dst);
     /* More input rows than gemv_tile_rows: the panel kernels, linear and
      * fp8 cutlass_scaled_mm on the rows that gemv_pack converted. */
     opreg__cpu_range_fn gemv_panel_linear, gemv_panel_fp8;

@@ -23,7 +23,8 @@ static bool softmax_stats(const float *l, int64_t n, float *mx, float *sum) {
         top = l[i] > top ? l[i] : top;
         tz += l[i] * 0.0f;
     }
-    if (end) top = vhmax(m) > top ? vhmax(m) : top;
+    float lanes = end ? vhmax(m) : -INFINITY;
+    top = lanes > top ? lanes : top;
     if (vhsum(z) + tz != 0.0f) return false;
     vf vt = vset1(top);
     for (i = 0; i + 2 * VW <= end; i += 2 * VW) {

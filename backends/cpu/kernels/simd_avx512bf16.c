@@ -43,6 +43,7 @@ const struct opreg__cpu_simd opreg__cpu_simd_avx512bf16 = {
     .gemv_pack = gemv_pack,
     .gemv_tile_rows = VGEMV_ROWS,
     .gemv_int8_u8 = gemv_int8_u8_range,
+    .gemv_sums_s8 = gemv_sums_s8,
     .gemv_panel_int8 = gemv_panel_int8_range,
     .gemv_pack_u8 = gemv_pack_u8,
     .gemv_pairs = &gemv_pairs,
