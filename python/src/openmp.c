@@ -4,41 +4,68 @@
  * team instead of on a second pool that competes with it for the same cores.
  *
  * Nothing here links against OpenMP: the library is opened with RTLD_NOLOAD
- * (it must be loaded already) and only two entry points are looked up:
+ * (it must be loaded already) and only three entry points are looked up:
  * GOMP_parallel, the GNU ABI that libgomp, LLVM's libomp and Intel's libiomp5
- * all export, and omp_in_parallel. Inside the team, threads claim tasks from
- * a shared counter, so a thread that starts late takes fewer tasks. */
+ * all export, omp_in_parallel and omp_get_thread_num. Inside the team, threads claim tasks one
+ * at a time, so a thread that starts late takes fewer tasks: the calling
+ * thread (the team's first) from the front and the others from the back,
+ * as opreg's own pool does, so that each core gets the same part of the
+ * data from one call to the next (docs/performance.md, "Threads"). */
 #include "python/src/binding.h"
 
 #include <dlfcn.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 typedef void (*gomp_parallel_fn)(void (*body)(void *), void *data, unsigned threads,
                                  unsigned flags);
 typedef int (*omp_in_parallel_fn)(void);
+typedef int (*omp_thread_num_fn)(void);
 
 /* The runtime lent now (one per process, as opreg's hook is). */
 static struct {
     void *lib; /* dlopen handle, NULL when none is lent */
     gomp_parallel_fn parallel;
     omp_in_parallel_fn in_parallel;
+    omp_thread_num_fn thread_num;
     unsigned threads;
 } lent;
 
+/* A loop's tasks in slots of @p per tasks (one, below 2^32 - 1 tasks); the
+ * slots not yet claimed, [next, end), in one word: next in the low 32 bits,
+ * end in the high. */
 struct omp_loop {
     opreg_task_fn task;
     void *ctx;
-    int64_t n;
-    atomic_llong next;
+    int64_t n, per;
+    _Atomic uint64_t left;
 };
+
+/* Claims a slot into @p slot from the front, or with @p back from the back;
+ * false when none is left. */
+static bool omp_claim(struct omp_loop *l, bool back, int64_t *slot) {
+    uint64_t v = atomic_load_explicit(&l->left, memory_order_relaxed);
+    for (;;) {
+        uint64_t next = v & 0xFFFFFFFFu, end = v >> 32;
+        if (next >= end) return false;
+        uint64_t want = back ? (end - 1) << 32 | next : end << 32 | (next + 1);
+        if (atomic_compare_exchange_weak_explicit(&l->left, &v, want, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            *slot = (int64_t)(back ? end - 1 : next);
+            return true;
+        }
+    }
+}
 
 static void omp_body(void *data) {
     struct omp_loop *l = data;
-    for (;;) {
-        int64_t i = (int64_t)atomic_fetch_add_explicit(&l->next, 1, memory_order_relaxed);
-        if (i >= l->n) return;
-        l->task(l->ctx, i);
-    }
+    /* The team's first thread is the one that called GOMP_parallel. */
+    bool back = lent.thread_num() != 0;
+    int64_t s;
+    while (omp_claim(l, back, &s))
+        for (int64_t i = s * l->per; i < l->n && i < (s + 1) * l->per; i++)
+            l->task(l->ctx, i);
 }
 
 /* opreg's parallel-for hook over the lent team. From inside an OpenMP region
@@ -51,7 +78,8 @@ static void omp_parallel_for(void *host, int64_t n, opreg_task_fn task, void *ct
             task(ctx, i);
         return;
     }
-    struct omp_loop l = { task, ctx, n, 0 };
+    int64_t per = n / UINT32_MAX + 1, slots = (n + per - 1) / per;
+    struct omp_loop l = { task, ctx, n, per, (uint64_t)slots << 32 };
     unsigned threads = n < (int64_t)lent.threads ? (unsigned)n : lent.threads;
     lent.parallel(omp_body, &l, threads, 0);
 }
@@ -86,14 +114,16 @@ PyObject *opreg__py_share_openmp(PyObject *m, PyObject *args) {
     }
     gomp_parallel_fn parallel;
     omp_in_parallel_fn in_parallel;
+    omp_thread_num_fn thread_num;
     /* POSIX: a data pointer from dlsym converts to a function pointer. */
     *(void **)&parallel = dlsym(lib, "GOMP_parallel");
     *(void **)&in_parallel = dlsym(lib, "omp_in_parallel");
-    if (!parallel || !in_parallel) {
+    *(void **)&thread_num = dlsym(lib, "omp_get_thread_num");
+    if (!parallel || !in_parallel || !thread_num) {
         dlclose(lib);
         PyErr_Format(PyExc_ValueError,
                      "share_openmp: '%s' is not an OpenMP runtime with the GNU ABI "
-                     "(no GOMP_parallel or omp_in_parallel)",
+                     "(no GOMP_parallel, omp_in_parallel or omp_get_thread_num)",
                      path);
         return NULL;
     }
@@ -101,6 +131,7 @@ PyObject *opreg__py_share_openmp(PyObject *m, PyObject *args) {
     lent.lib = lib;
     lent.parallel = parallel;
     lent.in_parallel = in_parallel;
+    lent.thread_num = thread_num;
     lent.threads = (unsigned)threads;
     opreg_status st = opreg_set_parallel_for(omp_parallel_for, NULL, threads);
     if (st != OPREG_OK) {
