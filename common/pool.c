@@ -4,12 +4,20 @@
  *
  * The ticket holds the loop's generation (40 bits), the end of the
  * unclaimed slots (12) and the next unclaimed slot (12). The caller claims
- * from the front (a swap from next to next+1 owns slot next), the workers
- * from the back (end to end-1 owns slot end-1); when next reaches end,
- * nothing is left to claim, and the caller waits only for the slots other
- * threads took: a worker the OS has not scheduled has claimed nothing, so
- * it delays nothing. A slot is a contiguous run of the caller's tasks (a
- * loop of more than 4095 tasks gives each slot several).
+ * from the front (a swap from next to next+k owns slots [next, next+k)),
+ * the workers from the back (end to end-k owns [end-k, end)); when next
+ * reaches end, nothing is left to claim, and the caller waits only for the
+ * slots other threads took: a worker the OS has not scheduled has claimed
+ * nothing, so it delays nothing. A slot is a contiguous run of the caller's
+ * tasks (a loop of more than 4095 tasks gives each slot several).
+ *
+ * Each claim takes an eighth of what is left per thread, at least one slot
+ * (guided self-scheduling): a few dozen claims a loop instead of one a
+ * task, and a range function (opreg__parallel_ranges) gets each claim's
+ * tasks in one call. With one a task, a caller whose worker did not run
+ * (another process held its core) paid a compare-and-swap and a call for
+ * every task and came out slower than one thread; the claims shrink to
+ * one slot at the end, so both threads still finish together.
  *
  * Claiming from both ends gives each thread the same part of the data from
  * one call to the next, when both run: its rows are still in that core's
@@ -53,6 +61,8 @@
  * nothing from a second thread, and every one at 256 tokens (2-6 MiB)
  * gains 1.6-1.9x. */
 #define DEFAULT_MIN_BYTES ((int64_t)1 << 20)
+/* Each claim takes the slots left over CLAIM_SHARE times the threads. */
+#define CLAIM_SHARE 4
 /* Idle spinning before a worker sleeps, when OPREG_POOL_SPIN_US is unset. */
 #define DEFAULT_SPIN_US 50
 /* Pauses between two looks at the clock (and sched_yield calls). */
@@ -66,9 +76,10 @@ static struct {
     _Atomic int sleepers; /* workers in (or entering) pthread_cond_wait */
     atomic_bool busy;     /* a loop runs, or the workers are being changed */
     atomic_bool stop;     /* written under mu: the workers return */
+    atomic_int threads;   /* the current loop's, to size the claims by */
     /* The loop; written by its caller while it holds busy, before the
      * ticket is published. */
-    opreg_task_fn fn;
+    opreg__range_fn fn;
     void *ctx;
     int64_t n, slots;
     /* The workers, under busy. */
@@ -155,25 +166,30 @@ static bool claimable(uint64_t t) {
     return T_NEXT(t) < T_SLOTS(t);
 }
 
-/* Claims a slot of the current loop into @p slot; false when none is
- * left. The caller claims from the front, the workers from the back. */
-static bool claim(int64_t *slot, bool back) {
+/* Claims slots [*first, *first + *count) of the current loop; false when
+ * none is left. The caller claims from the front, the workers from the
+ * back. */
+static bool claim(int64_t *first, int64_t *count, bool back) {
+    int threads = atomic_load_explicit(&pool.threads, memory_order_relaxed);
     uint64_t t = atomic_load_explicit(&pool.ticket, memory_order_acquire);
     while (claimable(t)) {
-        uint64_t next = back ? t - ((uint64_t)1 << SLOT_BITS) : t + 1;
+        int64_t k = (T_SLOTS(t) - T_NEXT(t)) / (CLAIM_SHARE * threads);
+        if (k < 1) k = 1;
+        uint64_t next = back ? t - ((uint64_t)k << SLOT_BITS) : t + (uint64_t)k;
         if (atomic_compare_exchange_weak_explicit(&pool.ticket, &t, next, memory_order_acq_rel,
                                                   memory_order_acquire)) {
-            *slot = back ? T_SLOTS(t) - 1 : T_NEXT(t);
+            *first = back ? T_SLOTS(t) - k : T_NEXT(t);
+            *count = k;
             return true;
         }
     }
     return false;
 }
 
-static void run_slot(int64_t slot) {
-    int64_t i0 = pool.n * slot / pool.slots, i1 = pool.n * (slot + 1) / pool.slots;
-    for (int64_t i = i0; i < i1; i++)
-        pool.fn(pool.ctx, i);
+/* The tasks of slots [first, first + count), in one call. */
+static void run_slots(int64_t first, int64_t count) {
+    int64_t i0 = pool.n * first / pool.slots, i1 = pool.n * (first + count) / pool.slots;
+    if (i1 > i0) pool.fn(pool.ctx, i0, i1);
 }
 
 /* ---- workers -------------------------------------------------------------------------- */
@@ -208,10 +224,10 @@ static bool idle_wait(void) {
 static void *worker_main(void *arg) {
     (void)arg;
     for (;;) {
-        int64_t slot;
-        if (claim(&slot, true)) {
-            run_slot(slot);
-            atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
+        int64_t first, count;
+        if (claim(&first, &count, true)) {
+            run_slots(first, count);
+            atomic_fetch_add_explicit(&pool.done, count, memory_order_release);
         } else if (!idle_wait()) {
             return NULL;
         }
@@ -290,20 +306,11 @@ __attribute__((destructor)) static void pool_fini(void) {
 
 /* ---- loops ---------------------------------------------------------------------------- */
 
-static void run_inline(int64_t n, opreg_task_fn fn, void *ctx) {
-    for (int64_t i = 0; i < n; i++)
-        fn(ctx, i);
-}
-
-void opreg__parallel_for(int64_t n, opreg_task_fn fn, void *ctx) {
-    if (n <= 0) return;
-    opreg_parallel_for_fn host = atomic_load_explicit(&host_fn, memory_order_acquire);
-    if (host && n > 1) {
-        host(atomic_load_explicit(&host_ctx, memory_order_relaxed), n, fn, ctx);
-        return;
-    }
+/* Runs fn over [0, n) in ranges, on opreg's pool, or on the caller alone
+ * (one call) when n is 1, the pool has one thread or is busy. */
+static void pool_ranges(int64_t n, opreg__range_fn fn, void *ctx) {
     if (n == 1 || !try_own()) {
-        run_inline(n, fn, ctx);
+        fn(ctx, 0, n);
         return;
     }
     int want = resolved_threads() - 1;
@@ -313,7 +320,7 @@ void opreg__parallel_for(int64_t n, opreg_task_fn fn, void *ctx) {
     }
     if (pool.workers == 0) {
         release();
-        run_inline(n, fn, ctx);
+        fn(ctx, 0, n);
         return;
     }
     atomic_fetch_add_explicit(&loops_run, 1, memory_order_relaxed);
@@ -322,6 +329,7 @@ void opreg__parallel_for(int64_t n, opreg_task_fn fn, void *ctx) {
     pool.ctx = ctx;
     pool.n = n;
     pool.slots = slots;
+    atomic_store_explicit(&pool.threads, pool.workers + 1, memory_order_relaxed);
     atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
     uint64_t gen = (atomic_load_explicit(&pool.ticket, memory_order_relaxed) >> GEN_SHIFT) + 1;
     /* Sequentially consistent: see idle_wait. */
@@ -331,10 +339,10 @@ void opreg__parallel_for(int64_t n, opreg_task_fn fn, void *ctx) {
         pthread_cond_broadcast(&pool.wake);
         pthread_mutex_unlock(&pool.mu);
     }
-    int64_t slot, mine = 0;
-    while (claim(&slot, false)) {
-        run_slot(slot);
-        mine++;
+    int64_t first, count, mine = 0;
+    while (claim(&first, &count, false)) {
+        run_slots(first, count);
+        mine += count;
     }
     /* Only slots that a worker claimed are left, and they are running. */
     for (unsigned i = 1; atomic_load_explicit(&pool.done, memory_order_acquire) < slots - mine;
@@ -343,6 +351,51 @@ void opreg__parallel_for(int64_t n, opreg_task_fn fn, void *ctx) {
         if (i % PAUSES_PER_YIELD == 0) sched_yield();
     }
     release();
+}
+
+/* A host pool runs tasks one at a time: each is a range of one. */
+struct one_by_one {
+    opreg__range_fn fn;
+    void *ctx;
+};
+
+static void one_range(void *ctx, int64_t i) {
+    const struct one_by_one *o = ctx;
+    o->fn(o->ctx, i, i + 1);
+}
+
+void opreg__parallel_ranges(int64_t n, opreg__range_fn fn, void *ctx) {
+    if (n <= 0) return;
+    opreg_parallel_for_fn host = atomic_load_explicit(&host_fn, memory_order_acquire);
+    if (host && n > 1) {
+        struct one_by_one o = { fn, ctx };
+        host(atomic_load_explicit(&host_ctx, memory_order_relaxed), n, one_range, &o);
+        return;
+    }
+    pool_ranges(n, fn, ctx);
+}
+
+/* opreg__parallel_for's tasks as ranges. */
+struct tasks {
+    opreg_task_fn fn;
+    void *ctx;
+};
+
+static void task_range(void *ctx, int64_t i0, int64_t i1) {
+    const struct tasks *t = ctx;
+    for (int64_t i = i0; i < i1; i++)
+        t->fn(t->ctx, i);
+}
+
+void opreg__parallel_for(int64_t n, opreg_task_fn fn, void *ctx) {
+    if (n <= 0) return;
+    opreg_parallel_for_fn host = atomic_load_explicit(&host_fn, memory_order_acquire);
+    if (host && n > 1) {
+        host(atomic_load_explicit(&host_ctx, memory_order_relaxed), n, fn, ctx);
+        return;
+    }
+    struct tasks t = { fn, ctx };
+    pool_ranges(n, task_range, &t);
 }
 
 uint64_t opreg__pool_loops(void) {

@@ -13,6 +13,15 @@
  * when every task has returned. */
 void opreg__parallel_for(int64_t n, opreg_task_fn fn, void *ctx);
 
+/* A range loop's body: tasks [i0, i1), i0 < i1. */
+typedef void (*opreg__range_fn)(void *ctx, int64_t i0, int64_t i1);
+
+/* opreg__parallel_for for a body that takes a run of tasks at once: fn(ctx,
+ * i0, i1) over disjoint ranges that cover [0, n), each as many tasks as
+ * one claim takes (one call on the caller alone; ranges of one on a lent
+ * host pool). Returns when every call has returned. */
+void opreg__parallel_ranges(int64_t n, opreg__range_fn fn, void *ctx);
+
 /* Loops handed to opreg's workers so far (not those run on their caller
  * alone, nor those given to a host pool): for tests. */
 uint64_t opreg__pool_loops(void);

@@ -1,8 +1,8 @@
 /* opreg's thread pool (common/pool.c, include/opreg/threads.h): every task
  * runs exactly once, on the threads asked for, the caller's from the front
  * and the workers' from the back, from one caller or several at once,
- * nested, with a host pool lent, after a fork; and the settings'
- * errors. Label `threads`: the test script runs it under TSan too. */
+ * nested, with a host pool lent, after a fork; range loops too, in a few
+ * calls each; and the settings' errors. Label `threads`: the test script runs it under TSan too. */
 #define _GNU_SOURCE /* setenv, fork, execl */
 #include "common/pool.h"
 #include "test.h"
@@ -90,6 +90,20 @@ TEST(one_thread_runs_on_the_caller) {
  * the back: every task the caller ran comes before every task the worker
  * ran, so each thread keeps its part of the rows from one call to the
  * next (whichever part it gets to, when the other thread is late). */
+/* Of tasks [0, n) in @p t: -1 when a task the worker ran comes before one
+ * the caller ran, else 1 when both threads ran some, 0 when one ran all. */
+static int front_and_back(const struct tally *t, int64_t n) {
+    int64_t last_caller = -1, first_worker = n;
+    for (int64_t i = 0; i < n; i++) {
+        if (pthread_equal(t->who[i], pthread_self()))
+            last_caller = i;
+        else if (first_worker == n)
+            first_worker = i;
+    }
+    if (last_caller >= first_worker) return -1;
+    return last_caller >= 0 && first_worker < n;
+}
+
 TEST(caller_front_worker_back) {
     CHECK_EQ_INT(opreg_set_num_threads(2), OPREG_OK);
     int split = 0;
@@ -98,16 +112,10 @@ TEST(caller_front_worker_back) {
         CHECK(t);
         opreg__parallel_for(300, count_task, t);
         CHECK(tally_check(t, 300) >= 1);
-        int64_t last_caller = -1, first_worker = 300;
-        for (int64_t i = 0; i < 300; i++) {
-            if (pthread_equal(t->who[i], pthread_self()))
-                last_caller = i;
-            else if (first_worker == 300)
-                first_worker = i;
-        }
+        int fb = front_and_back(t, 300);
         free(t);
-        CHECK(last_caller < first_worker);
-        split += last_caller >= 0 && first_worker < 300;
+        CHECK(fb >= 0);
+        split += fb;
     }
     printf("  %d of 50 loops ran on both threads\n", split);
     CHECK_EQ_INT(opreg_set_num_threads(0), OPREG_OK);
@@ -130,6 +138,65 @@ TEST(width_changes_between_loops) {
             CHECK(d <= widths[w]);
         }
     }
+    CHECK_EQ_INT(opreg_set_num_threads(0), OPREG_OK);
+}
+
+/* Range loops (opreg__parallel_ranges): the calls' ranges are non-empty,
+ * disjoint and cover [0, n); each claim is one call, so a loop makes far
+ * fewer calls than it has tasks; the caller's ranges come before the
+ * worker's. */
+struct ranges {
+    struct tally tally;
+    atomic_int calls, bad;
+};
+
+static void count_range(void *ctx, int64_t i0, int64_t i1) {
+    struct ranges *r = ctx;
+    atomic_fetch_add(&r->calls, 1);
+    if (i0 < 0 || i1 <= i0 || i1 > MAX_TASKS) {
+        atomic_fetch_add(&r->bad, 1);
+        return;
+    }
+    for (int64_t i = i0; i < i1; i++)
+        count_task(&r->tally, i);
+}
+
+TEST(range_loops_cover_every_task_once) {
+    static const int64_t sizes[] = { 0, 1, 2, 3, 7, 64, 1000, 4095, 4096, 4097, 8191, MAX_TASKS };
+    static const int widths[] = { 1, 2, 3 };
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        CHECK_EQ_INT(opreg_set_num_threads(widths[w]), OPREG_OK);
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            struct ranges *r = calloc(1, sizeof *r);
+            CHECK(r);
+            opreg__parallel_ranges(sizes[s], count_range, r);
+            int d = tally_check(&r->tally, sizes[s]);
+            int calls = atomic_load(&r->calls), bad = atomic_load(&r->bad);
+            free(r);
+            CHECK_EQ_INT(bad, 0);
+            CHECK(d >= 0 && d <= widths[w]);
+            if (widths[w] == 1) CHECK_EQ_INT(calls, sizes[s] > 0); /* one call, or none */
+            /* Guided claims: about CLAIM_SHARE * threads * ln(n) of them. */
+            if (sizes[s] >= 1000) CHECK(calls <= 300);
+        }
+    }
+    CHECK_EQ_INT(opreg_set_num_threads(0), OPREG_OK);
+}
+
+TEST(range_loops_caller_front_worker_back) {
+    CHECK_EQ_INT(opreg_set_num_threads(2), OPREG_OK);
+    int split = 0;
+    for (int rep = 0; rep < 50; rep++) {
+        struct ranges *r = calloc(1, sizeof *r);
+        CHECK(r);
+        opreg__parallel_ranges(2000, count_range, r);
+        CHECK(tally_check(&r->tally, 2000) >= 1);
+        int fb = front_and_back(&r->tally, 2000);
+        free(r);
+        CHECK(fb >= 0);
+        split += fb;
+    }
+    printf("  %d of 50 range loops ran on both threads\n", split);
     CHECK_EQ_INT(opreg_set_num_threads(0), OPREG_OK);
 }
 
@@ -268,12 +335,24 @@ TEST(host_pool_is_used_when_lent) {
     CHECK_EQ_INT(d, 2);
     CHECK_EQ_INT(atomic_load(&h.loops), 1);
     CHECK_EQ_INT(atomic_load(&h.tasks), 100);
+    /* A range loop reaches the host as tasks: ranges of one. */
+    struct ranges *r = calloc(1, sizeof *r);
+    CHECK(r);
+    opreg__parallel_ranges(100, count_range, r);
+    d = tally_check(&r->tally, 100);
+    int calls = atomic_load(&r->calls), bad = atomic_load(&r->bad);
+    free(r);
+    CHECK_EQ_INT(d, 2);
+    CHECK_EQ_INT(calls, 100);
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(atomic_load(&h.loops), 2);
+    CHECK_EQ_INT(atomic_load(&h.tasks), 200);
     /* One task never reaches the host. */
     t = tally_new();
     CHECK(t);
     opreg__parallel_for(1, count_task, t);
     free(t);
-    CHECK_EQ_INT(atomic_load(&h.loops), 1);
+    CHECK_EQ_INT(atomic_load(&h.loops), 2);
     /* Given back: opreg's own pool again. */
     CHECK_EQ_INT(opreg_set_parallel_for(NULL, NULL, 0), OPREG_OK);
     CHECK_EQ_INT(opreg_set_num_threads(2), OPREG_OK);
@@ -284,7 +363,7 @@ TEST(host_pool_is_used_when_lent) {
     d = tally_check(t, 100);
     free(t);
     CHECK(d >= 1 && d <= 2);
-    CHECK_EQ_INT(atomic_load(&h.loops), 1);
+    CHECK_EQ_INT(atomic_load(&h.loops), 2);
     CHECK_EQ_INT(opreg_set_num_threads(0), OPREG_OK);
 }
 
@@ -398,6 +477,8 @@ int main(int argc, char **argv) {
     RUN(every_task_once_at_every_size);
     RUN(one_thread_runs_on_the_caller);
     RUN(caller_front_worker_back);
+    RUN(range_loops_cover_every_task_once);
+    RUN(range_loops_caller_front_worker_back);
     RUN(width_changes_between_loops);
     RUN(settings_refuse_bad_widths);
     RUN(parallel_min_bytes_setting);

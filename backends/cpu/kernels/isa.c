@@ -205,11 +205,12 @@ struct range_loop {
     int64_t rows, tasks;
 };
 
-/* Task i of a range loop: the i-th of `tasks` contiguous runs of rows, so
- * that each thread streams its own part of memory, as prefetchers want. */
-static void range_task(void *ctx, int64_t i) {
+/* Tasks [t0, t1) of a range loop: the rows of those of `tasks` contiguous
+ * runs, in one call, so that each thread streams its own part of memory,
+ * as prefetchers want. */
+static void range_tasks(void *ctx, int64_t t0, int64_t t1) {
     const struct range_loop *l = ctx;
-    int64_t r0 = l->rows * i / l->tasks, r1 = l->rows * (i + 1) / l->tasks;
+    int64_t r0 = l->rows * t0 / l->tasks, r1 = l->rows * t1 / l->tasks;
     if (r1 > r0) l->fn(l->a, r0, r1);
 }
 
@@ -223,5 +224,5 @@ void opreg__cpu_parallel(opreg__cpu_range_fn fn, const void *a, int64_t rows, in
         return;
     }
     struct range_loop l = { fn, a, rows, tasks };
-    opreg__parallel_for(tasks, range_task, &l);
+    opreg__parallel_ranges(tasks, range_tasks, &l);
 }
