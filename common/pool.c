@@ -353,23 +353,31 @@ static void pool_ranges(int64_t n, opreg__range_fn fn, void *ctx) {
     release();
 }
 
-/* A host pool runs tasks one at a time: each is a range of one. */
-struct one_by_one {
+/* A host pool runs tasks one at a time; a range loop gives it at most
+ * HOST_GROUPS a thread, each a contiguous group of the loop's tasks in one
+ * call. */
+#define HOST_GROUPS 16
+
+struct groups {
     opreg__range_fn fn;
     void *ctx;
+    int64_t n, groups;
 };
 
-static void one_range(void *ctx, int64_t i) {
-    const struct one_by_one *o = ctx;
-    o->fn(o->ctx, i, i + 1);
+static void group_range(void *ctx, int64_t g) {
+    const struct groups *l = ctx;
+    int64_t i0 = l->n * g / l->groups, i1 = l->n * (g + 1) / l->groups;
+    if (i1 > i0) l->fn(l->ctx, i0, i1);
 }
 
 void opreg__parallel_ranges(int64_t n, opreg__range_fn fn, void *ctx) {
     if (n <= 0) return;
     opreg_parallel_for_fn host = atomic_load_explicit(&host_fn, memory_order_acquire);
     if (host && n > 1) {
-        struct one_by_one o = { fn, ctx };
-        host(atomic_load_explicit(&host_ctx, memory_order_relaxed), n, one_range, &o);
+        int64_t most =
+            (int64_t)HOST_GROUPS * atomic_load_explicit(&host_threads, memory_order_relaxed);
+        struct groups l = { fn, ctx, n, n < most ? n : most };
+        host(atomic_load_explicit(&host_ctx, memory_order_relaxed), l.groups, group_range, &l);
         return;
     }
     pool_ranges(n, fn, ctx);

@@ -18,8 +18,9 @@ typedef void (*opreg__range_fn)(void *ctx, int64_t i0, int64_t i1);
 
 /* opreg__parallel_for for a body that takes a run of tasks at once: fn(ctx,
  * i0, i1) over disjoint ranges that cover [0, n), each as many tasks as
- * one claim takes (one call on the caller alone; ranges of one on a lent
- * host pool). Returns when every call has returned. */
+ * one claim takes (one call on the caller alone; on a lent host pool, at
+ * most 16 a host thread, one host task each). Returns when every call has
+ * returned. */
 void opreg__parallel_ranges(int64_t n, opreg__range_fn fn, void *ctx);
 
 /* Loops handed to opreg's workers so far (not those run on their caller
