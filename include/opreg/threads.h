@@ -77,8 +77,10 @@ typedef void (*opreg_parallel_for_fn)(void *host, int64_t n, opreg_task_fn task,
 
 /// Lends the host's pool to opreg: from now on every CPU kernel that splits
 /// its work calls @p fn, sized for @p threads threads (1 to
-/// ::OPREG_MAX_THREADS), and the workers of opreg's own pool stop (this
-/// call waits until no kernel runs on them). NULL @p fn gives opreg its own pool back (@p host and
+/// ::OPREG_MAX_THREADS): at most 16 tasks a thread, each a contiguous part
+/// of the rows, so a host whose threads take tasks as they get to them
+/// balances the work. The workers of opreg's own pool stop (this call
+/// waits until no kernel runs on them). NULL @p fn gives opreg its own pool back (@p host and
 /// @p threads are then ignored). @p host is borrowed: it must stay valid until the hook is
 /// replaced. Set it before kernels run, or while none runs: a call running in another thread at the
 /// moment of the change may use either the old hook or the new one.
