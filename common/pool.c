@@ -11,13 +11,14 @@
  * nothing, so it delays nothing. A slot is a contiguous run of the caller's
  * tasks (a loop of more than 4095 tasks gives each slot several).
  *
- * Each claim takes an eighth of what is left per thread, at least one slot
- * (guided self-scheduling): a few dozen claims a loop instead of one a
- * task, and a range function (opreg__parallel_ranges) gets each claim's
- * tasks in one call. With one a task, a caller whose worker did not run
- * (another process held its core) paid a compare-and-swap and a call for
- * every task and came out slower than one thread; the claims shrink to
- * one slot at the end, so both threads still finish together.
+ * Each claim takes what is left over CLAIM_SHARE times the threads (an
+ * eighth with two threads), at least one slot (guided self-scheduling): a
+ * few dozen claims a loop instead of one a task, and a range function
+ * (opreg__parallel_ranges) gets each claim's tasks in one call. With one a
+ * task, a caller whose worker did not run (another process held its core)
+ * paid a compare-and-swap and a call for every task and came out slower
+ * than one thread; the claims shrink to one slot at the end, so both
+ * threads still finish together.
  *
  * Claiming from both ends gives each thread the same part of the data from
  * one call to the next, when both run: its rows are still in that core's
