@@ -1,9 +1,10 @@
-/* Streaming stores change how the outputs of large calls reach memory, never
- * what they are: on every ISA path here, rms_norm, the gated and elementwise
- * activations and the int8 quantisations give the same bytes with streaming
- * forced on (threshold one byte) as with it off, for outputs that start at
- * every alignment within a vector, odd widths and strided rows; and the
- * bytes around each output stay untouched. */
+/* Streaming stores (and the prefetches that come with them) change how the
+ * outputs of large calls reach memory, never what they are: on every ISA
+ * path here, rms_norm, the gated and elementwise activations and the int8
+ * quantisations give the same bytes with streaming forced on (threshold
+ * one byte) as with it off, for outputs that start at every alignment
+ * within a vector, odd widths and strided rows; and the bytes around each
+ * output stay untouched. */
 #include "kern_test.h"
 
 #include <stdint.h>
