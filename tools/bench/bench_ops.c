@@ -52,6 +52,11 @@ static const struct mem_case {
       OPREG_DTYPE_F32,
       "tokens=4096,hidden=4096",
       { 0 } },
+    { "dynamic_scaled_int8_quant_bf16",
+      "_C::dynamic_scaled_int8_quant",
+      OPREG_DTYPE_BF16,
+      "tokens=8192,hidden=4096",
+      { 0 } },
 };
 
 /* The raw oneDNN matmul on input [m,k] x weight [n,k]^T, as linear runs it. */

@@ -16,8 +16,7 @@
 /* Prefetches the lines of the @p bytes at p + ACT_AHEAD (bytes is a
  * constant in each kernel body). */
 AI void act_prefetch(const void *p, size_t bytes) {
-    for (size_t q = 0; q < bytes; q += 64)
-        _mm_prefetch((const char *)p + ACT_AHEAD + q, _MM_HINT_T0);
+    opreg__cpu_prefetch((const char *)p + ACT_AHEAD, bytes);
 }
 
 /* Outputs [i, end) of a gated row: full vectors, then one masked tail;

@@ -208,6 +208,13 @@ const struct opreg__cpu_simd *opreg__cpu_simd_for(int isa);
  * @p bytes (moved by the whole call) is large enough; else on this thread. */
 void opreg__cpu_parallel(opreg__cpu_range_fn fn, const void *a, int64_t rows, int64_t bytes);
 
+/* Asks for the cache lines of [p, p + bytes) ahead of the loads that will
+ * read them: a hint, which never faults, past the data's end too. */
+static inline __attribute__((always_inline)) void opreg__cpu_prefetch(const void *p, size_t bytes) {
+    for (size_t q = 0; q < bytes; q += 64)
+        __builtin_prefetch((const char *)p + q, 0, 3);
+}
+
 /* ---- scalar helpers for the portable path --------------------------------- */
 
 static inline size_t opreg__cpu_es(int dt) {

@@ -43,7 +43,7 @@ AI float sum_squares(int dt, const void *x, int64_t n) {
 AI void scale_span(int dt, int nt, void *out, const void *x, const void *w, vf vr, int64_t i,
                    int64_t end, const void *next) {
     for (; i + VW <= end; i += VW) {
-        if (nt && next) _mm_prefetch((const char *)opreg__cpu_at(dt, next, i), _MM_HINT_T0);
+        if (nt && next) opreg__cpu_prefetch(opreg__cpu_at(dt, next, i), VW * opreg__cpu_es(dt));
         vf t = vround_dt(dt, vmul(vload(dt, opreg__cpu_at(dt, x, i)), vr));
         vput(dt, nt, opreg__cpu_at_mut(dt, out, i), vmul(t, vload(dt, opreg__cpu_at(dt, w, i))));
     }

@@ -26,9 +26,12 @@ AI vf int8_q(int dt, const void *in, int64_t i, int64_t m, int by_div, vf f) {
 }
 
 /* int8 outputs [i, end); when nt, groups of 4 * VW go out with streaming
- * stores once out + i is aligned for them. */
+ * stores once out + i is aligned for them, and the same elements of the
+ * row at @p next (if not NULL) are prefetched meanwhile (rows of dynamic
+ * quantisation, whose second pass over a row reads only the caches: as
+ * rms_norm's, norms_simd.h). */
 AI void int8_span(int dt, int nt, int by_div, int8_t *out, const void *in, int64_t i, int64_t end,
-                  float f) {
+                  float f, const void *next) {
     vf vfac = vset1(f);
     if (nt) {
         int64_t h = i + stream_head(out + i, 1, 4 * VW, end - i);
@@ -38,11 +41,13 @@ AI void int8_span(int dt, int nt, int by_div, int8_t *out, const void *in, int64
             vstore_i8(out + i, int8_q(dt, in, i, h - i, by_div, vfac), h - i);
             i = h;
         }
-        for (; i + 4 * VW <= end; i += 4 * VW)
+        for (; i + 4 * VW <= end; i += 4 * VW) {
+            if (next) opreg__cpu_prefetch(opreg__cpu_at(dt, next, i), 4 * VW * opreg__cpu_es(dt));
             vstream_i8x4(out + i, int8_q(dt, in, i, VW, by_div, vfac),
                          int8_q(dt, in, i + VW, VW, by_div, vfac),
                          int8_q(dt, in, i + 2 * VW, VW, by_div, vfac),
                          int8_q(dt, in, i + 3 * VW, VW, by_div, vfac));
+        }
     }
     for (; i + VW <= end; i += VW)
         vstore_i8(out + i, int8_q(dt, in, i, VW, by_div, vfac), VW);
@@ -81,10 +86,10 @@ AI int64_t chunk_end(const struct opreg__quant_args *a, int64_t c1) {
 AI void int8_static_chunks(int dt, const struct opreg__quant_args *a, int64_t c0, int64_t c1) {
     int64_t i = c0 * OPREG__CPU_CHUNK, end = chunk_end(a, c1);
     if (a->nt) {
-        int8_span(dt, 1, 1, a->out, a->in, i, end, a->scale);
+        int8_span(dt, 1, 1, a->out, a->in, i, end, a->scale, NULL);
         vfence();
     } else {
-        int8_span(dt, 0, 1, a->out, a->in, i, end, a->scale);
+        int8_span(dt, 0, 1, a->out, a->in, i, end, a->scale, NULL);
     }
 }
 
@@ -150,10 +155,12 @@ AI void int8_dynamic_rows(int dt, const struct opreg__quant_args *a, int64_t r0,
         const void *x = opreg__cpu_at(dt, a->in, r * a->in_stride);
         int8_t *o = (int8_t *)a->out + r * a->hidden;
         float amax = amax_span(dt, x, 0, a->hidden);
-        if (a->nt)
-            int8_span(dt, 1, 0, o, x, 0, a->hidden, 127.0f / amax);
-        else
-            int8_span(dt, 0, 0, o, x, 0, a->hidden, 127.0f / amax);
+        if (a->nt) {
+            const void *next = r + 1 < r1 ? opreg__cpu_at(dt, x, a->in_stride) : NULL;
+            int8_span(dt, 1, 0, o, x, 0, a->hidden, 127.0f / amax, next);
+        } else {
+            int8_span(dt, 0, 0, o, x, 0, a->hidden, 127.0f / amax, NULL);
+        }
         a->scales[r] = amax / 127.0f;
     }
     if (a->nt) vfence();
