@@ -189,7 +189,8 @@ static bool claim(int64_t *first, int64_t *count, bool back) {
 
 /* The tasks of slots [first, first + count), in one call. */
 static void run_slots(int64_t first, int64_t count) {
-    int64_t i0 = pool.n * first / pool.slots, i1 = pool.n * (first + count) / pool.slots;
+    int64_t i0 = opreg__split_point(pool.n, first, pool.slots);
+    int64_t i1 = opreg__split_point(pool.n, first + count, pool.slots);
     if (i1 > i0) pool.fn(pool.ctx, i0, i1);
 }
 
@@ -367,7 +368,8 @@ struct groups {
 
 static void group_range(void *ctx, int64_t g) {
     const struct groups *l = ctx;
-    int64_t i0 = l->n * g / l->groups, i1 = l->n * (g + 1) / l->groups;
+    int64_t i0 = opreg__split_point(l->n, g, l->groups);
+    int64_t i1 = opreg__split_point(l->n, g + 1, l->groups);
     if (i1 > i0) l->fn(l->ctx, i0, i1);
 }
 

@@ -23,6 +23,13 @@ typedef void (*opreg__range_fn)(void *ctx, int64_t i0, int64_t i1);
  * returned. */
 void opreg__parallel_ranges(int64_t n, opreg__range_fn fn, void *ctx);
 
+/* Where part @p i of [0, n) cut into @p parts contiguous parts begins:
+ * floor(n * i / parts) for n >= 0, 1 <= parts < 2^31 and 0 <= i <= parts,
+ * without forming n * i, which overflows once n * i passes 2^63. */
+static inline int64_t opreg__split_point(int64_t n, int64_t i, int64_t parts) {
+    return n / parts * i + n % parts * i / parts;
+}
+
 /* Loops handed to opreg's workers so far (not those run on their caller
  * alone, nor those given to a host pool): for tests. */
 uint64_t opreg__pool_loops(void);

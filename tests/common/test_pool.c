@@ -2,7 +2,8 @@
  * runs exactly once, on the threads asked for, the caller's from the front
  * and the workers' from the back, from one caller or several at once,
  * nested, with a host pool lent, after a fork; range loops too, in a few
- * calls each; and the settings' errors. Label `threads`: the test script runs it under TSan too. */
+ * calls each, split exactly up to INT64_MAX tasks; and the settings'
+ * errors. Label `threads`: the test script runs it under TSan too. */
 #define _GNU_SOURCE /* setenv, fork, execl */
 #include "common/pool.h"
 #include "test.h"
@@ -373,6 +374,90 @@ TEST(host_pool_is_used_when_lent) {
     CHECK_EQ_INT(opreg_set_num_threads(0), OPREG_OK);
 }
 
+/* opreg__split_point against 128-bit arithmetic, at the ends of int64_t. */
+TEST(split_points_are_exact) {
+    __extension__ typedef __int128 wide;
+    static const int64_t ns[] = {
+        0, 1, 7, 4095, (int64_t)1 << 40, ((int64_t)1 << 62) + 5, INT64_MAX - 1, INT64_MAX
+    };
+    static const int64_t parts[] = { 1, 2, 3, 96, 4095, (int64_t)1 << 20, INT32_MAX };
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+        for (size_t b = 0; b < sizeof parts / sizeof parts[0]; b++) {
+            int64_t n = ns[a], p = parts[b];
+            const int64_t is[] = { 0, 1, p / 3, p / 2, p - 1, p };
+            for (size_t c = 0; c < sizeof is / sizeof is[0]; c++) {
+                int64_t want = (int64_t)((wide)n * is[c] / p);
+                CHECK(opreg__split_point(n, is[c], p) == want);
+            }
+        }
+}
+
+/* Each call of a range loop too long to tally, by its bounds. */
+#define MAX_SPANS 8192
+struct span {
+    int64_t lo, hi;
+};
+struct spans {
+    pthread_mutex_t mu;
+    int count;
+    struct span at[MAX_SPANS];
+};
+
+static void record_span(void *ctx, int64_t i0, int64_t i1) {
+    struct spans *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    if (s->count < MAX_SPANS) s->at[s->count] = (struct span){ i0, i1 };
+    s->count++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int span_order(const void *a, const void *b) {
+    int64_t x = ((const struct span *)a)->lo, y = ((const struct span *)b)->lo;
+    return (x > y) - (x < y);
+}
+
+/* Runs a range loop of @p n tasks; returns its calls, or -1 unless they
+ * tile [0, n) exactly, each non-empty. */
+static int range_calls(int64_t n) {
+    struct spans *s = calloc(1, sizeof *s);
+    if (!s) return -1;
+    pthread_mutex_init(&s->mu, NULL);
+    opreg__parallel_ranges(n, record_span, s);
+    int calls = s->count;
+    if (calls > MAX_SPANS) calls = -1;
+    if (calls > 0) qsort(s->at, (size_t)calls, sizeof s->at[0], span_order);
+    int64_t at = 0;
+    for (int k = 0; k < calls; k++) {
+        if (s->at[k].lo != at || s->at[k].hi <= at) calls = -1;
+        if (calls < 0) break;
+        at = s->at[k].hi;
+    }
+    if (calls >= 0 && at != n) calls = -1;
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    return calls;
+}
+
+/* Loops of up to INT64_MAX tasks split without overflow: on opreg's pool
+ * and on a lent host's, the calls tile [0, n) exactly. */
+TEST(range_loops_of_any_length) {
+    static const int64_t sizes[] = { (int64_t)1 << 40, ((int64_t)1 << 62) + 5, INT64_MAX };
+    for (int w = 1; w <= 2; w++) {
+        CHECK_EQ_INT(opreg_set_num_threads(w), OPREG_OK);
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            int calls = range_calls(sizes[k]);
+            CHECK(calls >= 1);
+            if (w == 1) CHECK_EQ_INT(calls, 1);
+        }
+    }
+    struct host h = { 0, 0 };
+    CHECK_EQ_INT(opreg_set_parallel_for(host_parallel_for, &h, 6), OPREG_OK);
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        CHECK_EQ_INT(range_calls(sizes[k]), 96); /* 16 groups a host thread */
+    CHECK_EQ_INT(opreg_set_parallel_for(NULL, NULL, 0), OPREG_OK);
+    CHECK_EQ_INT(opreg_set_num_threads(0), OPREG_OK);
+}
+
 /* The child of a fork has no workers; its loops still complete (on threads
  * it starts itself). ThreadSanitizer cannot start threads in the child of
  * a multi-threaded process, so under it this runs in the other builds only. */
@@ -491,6 +576,8 @@ int main(int argc, char **argv) {
     RUN(concurrent_callers);
     RUN(nested_loops_run_inline);
     RUN(host_pool_is_used_when_lent);
+    RUN(split_points_are_exact);
+    RUN(range_loops_of_any_length);
     RUN(loops_complete_after_fork);
     RUN(environment_sets_the_default_width);
     RUN(environment_sets_the_default_min_bytes);

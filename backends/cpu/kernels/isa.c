@@ -23,6 +23,11 @@
  * a claim costs tens of nanoseconds. */
 #define TASK_BYTES ((int64_t)64 << 10)
 
+/* At most this many tasks a call: past it (64 GiB moved) tasks grow
+ * instead. The pool claims in fewer slots than this anyway, and
+ * opreg__split_point wants few parts. */
+#define MAX_TASKS ((int64_t)1 << 20)
+
 /* -1: not yet detected. Atomics so that first calls from several threads
  * (and TSan) are fine; the value is the same whoever writes it. */
 static atomic_int detected = -1;
@@ -210,7 +215,8 @@ struct range_loop {
  * as prefetchers want. */
 static void range_tasks(void *ctx, int64_t t0, int64_t t1) {
     const struct range_loop *l = ctx;
-    int64_t r0 = l->rows * t0 / l->tasks, r1 = l->rows * t1 / l->tasks;
+    int64_t r0 = opreg__split_point(l->rows, t0, l->tasks);
+    int64_t r1 = opreg__split_point(l->rows, t1, l->tasks);
     if (r1 > r0) l->fn(l->a, r0, r1);
 }
 
@@ -218,6 +224,7 @@ void opreg__cpu_parallel(opreg__cpu_range_fn fn, const void *a, int64_t rows, in
     /* Small calls never look at the pool. */
     int64_t tasks =
         bytes >= opreg__pool_min_bytes() && opreg__pool_threads() > 1 ? bytes / TASK_BYTES : 1;
+    if (tasks > MAX_TASKS) tasks = MAX_TASKS;
     if (tasks > rows) tasks = rows;
     if (tasks <= 1) {
         if (rows > 0) fn(a, 0, rows);
