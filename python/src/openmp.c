@@ -32,13 +32,22 @@ static struct {
     unsigned threads;
 } lent;
 
-/* A loop's tasks in slots of @p per tasks (one, below 2^32 - 1 tasks); the
- * slots not yet claimed, [next, end), in one word: next in the low 32 bits,
- * end in the high. */
+/* At most this many slots a loop: each a task below it, past it runs of
+ * tasks between omp_split's cuts. */
+#define OMP_MAX_SLOTS INT32_MAX
+
+/* floor(n * i / parts) without forming n * i, exact for parts < 2^31 and
+ * 0 <= i <= parts (the pool's own splits take the same floor). */
+static int64_t omp_split(int64_t n, int64_t i, int64_t parts) {
+    return n / parts * i + n % parts * i / parts;
+}
+
+/* A loop's n tasks in slots; the slots not yet claimed, [next, end), in
+ * one word: next in the low 32 bits, end in the high. */
 struct omp_loop {
     opreg_task_fn task;
     void *ctx;
-    int64_t n, per;
+    int64_t n, slots;
     _Atomic uint64_t left;
 };
 
@@ -63,9 +72,11 @@ static void omp_body(void *data) {
     /* The team's first thread is the one that called GOMP_parallel. */
     bool back = lent.thread_num() != 0;
     int64_t s;
-    while (omp_claim(l, back, &s))
-        for (int64_t i = s * l->per; i < l->n && i < (s + 1) * l->per; i++)
+    while (omp_claim(l, back, &s)) {
+        int64_t end = omp_split(l->n, s + 1, l->slots);
+        for (int64_t i = omp_split(l->n, s, l->slots); i < end; i++)
             l->task(l->ctx, i);
+    }
 }
 
 /* opreg's parallel-for hook over the lent team. From inside an OpenMP region
@@ -78,8 +89,8 @@ static void omp_parallel_for(void *host, int64_t n, opreg_task_fn task, void *ct
             task(ctx, i);
         return;
     }
-    int64_t per = n / UINT32_MAX + 1, slots = (n + per - 1) / per;
-    struct omp_loop l = { task, ctx, n, per, (uint64_t)slots << 32 };
+    int64_t slots = n < OMP_MAX_SLOTS ? n : OMP_MAX_SLOTS;
+    struct omp_loop l = { task, ctx, n, slots, (uint64_t)slots << 32 };
     unsigned threads = n < (int64_t)lent.threads ? (unsigned)n : lent.threads;
     lent.parallel(omp_body, &l, threads, 0);
 }
