@@ -37,6 +37,44 @@ AI size_t gemv_es(int dt) {
     return dt == OPREG_DTYPE_F32 ? 4 : dt == OPREG_DTYPE_F8_E4M3FN ? 1 : 2;
 }
 
+/* How far ahead in its row, in bytes, a tile fetches each weight row,
+ * where the tile does much for each weight it loads. From memory the fp8
+ * pairs tile runs far below its rate from L2 (Zen 5, one core, M = 1:
+ * 23.5 GB/s against 90, where int8's tile streams at 41): the widening
+ * puts five instructions behind every load, which holds fewer loads in
+ * flight. The fetch ahead wins a part back: both cores, N = 14336,
+ * K = 4096, fp8 M = 1 32-34 -> 33.5-35.5 GB/s, M = 4 28.5-30.7 ->
+ * 32.4-34.3, about the same at 512 and 1024 bytes, and into L2 instead of
+ * L1 no better; copying each block of the rows to an L1 buffer first was
+ * slower (25 and 21 GB/s). int8 from 3 rows: M = 4 34-35 -> 35-37; at 1
+ * and 2 rows it gained nothing, and at 1 cost up to a tenth (so did bf16
+ * and f32 at 1 row: 44-51 -> 40-45 GB/s). A fetch past the weights' end
+ * is a hint, never a fault.
+ *
+ * Near a row's end the fetch goes to the head of the same row of the next
+ * group (gemv_tile_ahead): the next tile starts nr new streams at once,
+ * and the hardware prefetcher takes a few misses on each before it runs
+ * ahead, a cost paid every K bytes. Until 2026-12-06 the fetch ran on
+ * into the next row of the same group, already being read, so only one
+ * of the next tile's rows was fetched ahead. Both cores, weights from
+ * memory, machine D, rounds alternating with the build before: fp8
+ * M = 4, K = 4096, 34-35.5 -> 36-40.5 GB/s; M = 2 33-34 -> 37.5; bf16
+ * M = 4 (now fetched too, from 3 rows as int8) 30-38 -> 37-40. */
+#define GEMV_TILE_AHEAD 2048
+
+/* The line a tile fetches in weight row @p r of its @p nr (@p ws bytes
+ * apart, @p k long) while it reads offset @p p: GEMV_TILE_AHEAD bytes on,
+ * or, once that passes the row's end, as far into the same row of the
+ * next group of nr rows, which the next tile reads from its start. */
+AI const char *gemv_tile_ahead(const void *w, size_t ws, int r, int nr, int64_t p, int64_t k) {
+    int64_t q = p + GEMV_TILE_AHEAD;
+    if (q >= k) {
+        q -= k;
+        r += nr;
+    }
+    return (const char *)w + (size_t)r * ws + q;
+}
+
 /* One tile of f32 or f16 data (linear), VW values of k a step: input rows
  * [i0, i0 + mt), weight rows [j0, j0 + nr). */
 AI void gemv_lanes_tile(int dt, const struct opreg__gemv_args *a, int64_t i0, int mt, int64_t j0,
@@ -54,8 +92,12 @@ AI void gemv_lanes_tile(int dt, const struct opreg__gemv_args *a, int64_t i0, in
             acc[i][r] = vzero();
     for (; p + VW <= k; p += VW) {
 #pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
+        for (int r = 0; r < nr; r++) {
+            if (mt > 2)
+                _mm_prefetch(gemv_tile_ahead(w, ws, r, nr, p * (int64_t)es, k * (int64_t)es),
+                             _MM_HINT_T0);
             wv[r] = gemv_load(dt, w + r * ws + (size_t)p * es);
+        }
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++) {
             vf xv = gemv_load(dt, x + i * xs + (size_t)p * es);
@@ -96,8 +138,11 @@ AI void gemv_pairs_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, in
             acc[i][r] = vzero();
     for (; p + 2 * VW <= k; p += 2 * VW) {
 #pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
+        for (int r = 0; r < nr; r++) {
+            if (mt > 2)
+                _mm_prefetch(gemv_tile_ahead(w, (size_t)ws * 2, r, nr, p * 2, k * 2), _MM_HINT_T0);
             wv[r] = vload_bits(w + r * ws + p);
+        }
 #pragma GCC unroll 4
         for (int i = 0; i < mt; i++) {
             vf xv = vload_bits(x + i * xs + p);
@@ -251,20 +296,6 @@ AI __m512i gemv_dpbusd(__m512i acc, __m512i u, __m512i s) {
     return acc;
 }
 
-/* How far ahead in its row, in bytes, a tile fetches each weight row,
- * where the tile does much for each weight it loads. From memory the fp8
- * pairs tile runs far below its rate from L2 (Zen 5, one core, M = 1:
- * 23.5 GB/s against 90, where int8's tile streams at 41): the widening
- * puts five instructions behind every load, which holds fewer loads in
- * flight. The fetch ahead wins a part back: both cores, N = 14336,
- * K = 4096, fp8 M = 1 32-34 -> 33.5-35.5 GB/s, M = 4 28.5-30.7 ->
- * 32.4-34.3, about the same at 512 and 1024 bytes, and into L2 instead of
- * L1 no better; copying each block of the rows to an L1 buffer first was
- * slower (25 and 21 GB/s). int8 from 3 rows: M = 4 34-35 -> 35-37; at 1
- * and 2 rows it gained nothing, and at 1 cost up to a tenth. A fetch past
- * the weights' end is a hint, never a fault. */
-#define GEMV_TILE_AHEAD 2048
-
 /* int8 with VPDPBUSD (uint8 x int8 -> int32, 4 products a lane): each
  * weight vector becomes uint8 as w + 128 by one XOR as it is loaded, the
  * input rows stay as they are (int8), so each sum is x.w + 128 * sum(x),
@@ -289,7 +320,7 @@ AI void gemv_u8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int64
     for (; p + 64 <= k; p += 64) {
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++) {
-            if (mt > 2) _mm_prefetch((const char *)w + r * ws + p + GEMV_TILE_AHEAD, _MM_HINT_T0);
+            if (mt > 2) _mm_prefetch(gemv_tile_ahead(w, (size_t)ws, r, nr, p, k), _MM_HINT_T0);
             wv[r] = _mm512_xor_si512(_mm512_loadu_si512(w + r * ws + p), flip);
         }
 #pragma GCC unroll 4
@@ -1126,7 +1157,7 @@ GEMV_VBMI AI void gemv_fp8_pairs_tile(const struct opreg__gemv_args *a, const __
     for (int64_t p = 0; p < k; p += 4 * VW) {
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++) {
-            _mm_prefetch((const char *)w + r * ws + p + GEMV_TILE_AHEAD, _MM_HINT_T0);
+            _mm_prefetch(gemv_tile_ahead(w, ws, r, nr, p, k), _MM_HINT_T0);
             gemv_e4m3_pairs(w + r * ws + p, k - p, tab, &wl[r], &wh[r]);
         }
         const uint16_t *x = xb + p / OPREG__GEMV_KBP * xs + p % OPREG__GEMV_KBP;
