@@ -6,6 +6,7 @@
  * errors. Label `threads`: the test script runs it under TSan too. */
 #define _GNU_SOURCE /* setenv, fork, execl */
 #include "common/pool.h"
+#include "spans.h"
 #include "test.h"
 
 #include "opreg/opreg.h"
@@ -394,9 +395,6 @@ TEST(split_points_are_exact) {
 
 /* Each call of a range loop too long to tally, by its bounds. */
 #define MAX_SPANS 8192
-struct span {
-    int64_t lo, hi;
-};
 struct spans {
     pthread_mutex_t mu;
     int count;
@@ -411,11 +409,6 @@ static void record_span(void *ctx, int64_t i0, int64_t i1) {
     pthread_mutex_unlock(&s->mu);
 }
 
-static int span_order(const void *a, const void *b) {
-    int64_t x = ((const struct span *)a)->lo, y = ((const struct span *)b)->lo;
-    return (x > y) - (x < y);
-}
-
 /* Runs a range loop of @p n tasks; returns its calls, or -1 unless they
  * tile [0, n) exactly, each non-empty. */
 static int range_calls(int64_t n) {
@@ -423,16 +416,7 @@ static int range_calls(int64_t n) {
     if (!s) return -1;
     pthread_mutex_init(&s->mu, NULL);
     opreg__parallel_ranges(n, record_span, s);
-    int calls = s->count;
-    if (calls > MAX_SPANS) calls = -1;
-    if (calls > 0) qsort(s->at, (size_t)calls, sizeof s->at[0], span_order);
-    int64_t at = 0;
-    for (int k = 0; k < calls; k++) {
-        if (s->at[k].lo != at || s->at[k].hi <= at) calls = -1;
-        if (calls < 0) break;
-        at = s->at[k].hi;
-    }
-    if (calls >= 0 && at != n) calls = -1;
+    int calls = s->count > MAX_SPANS ? -1 : spans_tile(s->at, s->count, n);
     pthread_mutex_destroy(&s->mu);
     free(s);
     return calls;

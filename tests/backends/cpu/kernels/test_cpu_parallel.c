@@ -5,6 +5,7 @@
  * exactly, for every row count up to INT64_MAX and every byte count, on
  * opreg's pool and on a lent host pool. Label `threads`: TSan runs it too. */
 #include "backends/cpu/kernels/kern_internal.h"
+#include "spans.h"
 #include "test.h"
 
 #include "opreg/opreg.h"
@@ -12,10 +13,6 @@
 #include <pthread.h>
 
 #define MAX_SPANS 8192
-
-struct span {
-    int64_t lo, hi;
-};
 
 /* The row ranges of one call, by whoever ran them. */
 static struct {
@@ -34,26 +31,13 @@ static void record(const void *a, int64_t r0, int64_t r1) {
     pthread_mutex_unlock(&seen.mu);
 }
 
-static int span_order(const void *a, const void *b) {
-    int64_t x = ((const struct span *)a)->lo, y = ((const struct span *)b)->lo;
-    return (x > y) - (x < y);
-}
-
 /* Splits @p rows rows moving @p bytes; returns the calls, or -1 unless they
  * tile [0, rows) exactly, each non-empty. */
 static int split(int64_t rows, int64_t bytes) {
     seen.count = seen.off_caller = 0;
     seen.caller = pthread_self();
     opreg__cpu_parallel(record, NULL, rows, bytes);
-    int calls = seen.count;
-    if (calls > MAX_SPANS) return -1;
-    qsort(seen.at, (size_t)calls, sizeof seen.at[0], span_order);
-    int64_t at = 0;
-    for (int k = 0; k < calls; k++) {
-        if (seen.at[k].lo != at || seen.at[k].hi <= at) return -1;
-        at = seen.at[k].hi;
-    }
-    return at == rows ? calls : -1;
+    return seen.count > MAX_SPANS ? -1 : spans_tile(seen.at, seen.count, rows);
 }
 
 TEST(small_calls_stay_on_the_caller) {
