@@ -52,6 +52,72 @@ TEST(moe_align_random_invariants) {
     tt_free_all();
 }
 
+/* 2^31 - 1 experts for six ids, through every check: the counts are kept
+ * for the experts present only (a table for every expert would be 16 GiB). */
+TEST(moe_align_few_ids_of_many_experts) {
+    static const int64_t topk[6] = { 2147483646, 5, 70000, 5, 2147483646, 0 };
+    static const int32_t want_sorted[6] = { 5, 1, 3, 2, 0, 4 };
+    static const int32_t want_experts[6] = { 0, 5, 5, 70000, 2147483646, 2147483646 };
+    DLTensor *ids = TT(I64, 3, 2), *sorted = TT(I32, 6), *experts = TT(I32, 6), *post = TT(I32, 1);
+    memcpy(ids->data, topk, sizeof topk);
+    CHECK_EQ_INT(checked_moe_align_block_size(ids, INT32_MAX, 1, sorted, experts, post), OPREG_OK);
+    for (int i = 0; i < 6; i++) {
+        CHECK_EQ_INT(((int32_t *)sorted->data)[i], want_sorted[i]);
+        CHECK_EQ_INT(((int32_t *)experts->data)[i], want_experts[i]);
+    }
+    CHECK_EQ_INT(((int32_t *)post->data)[0], 6);
+    tt_free_all();
+}
+
+/* Ids spread far past the count of ids take the sparse table; the same ids
+ * renamed to their ranks (0, 1, ...) take the dense one. Both must place
+ * every id alike, and name the same experts' blocks. */
+TEST(moe_align_sparse_matches_dense) {
+    enum { N = 50, BS = 8, CAP = N + N * (BS - 1) };
+    DLTensor *wide = TT(I32, N), *ranks = TT(I32, N);
+    DLTensor *so[2] = { TT(I32, CAP), TT(I32, CAP) },
+             *ex[2] = { TT(I32, CAP / BS), TT(I32, CAP / BS) };
+    DLTensor *np[2] = { TT(I32, 1), TT(I32, 1) };
+    int32_t *w = wide->data, *r = ranks->data;
+    for (int i = 0; i < N; i++)
+        w[i] = (int32_t)tt_rand(0, 12) * 100000007 % 1000000000; /* 12 experts far apart */
+    for (int i = 0; i < N; i++) {
+        r[i] = 0;
+        for (int j = 0; j < N; j++) { /* the rank of w[i] among the distinct ids */
+            int first = 1;
+            for (int q = 0; q < j; q++)
+                if (w[q] == w[j]) first = 0;
+            if (first && w[j] < w[i]) r[i]++;
+        }
+    }
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < CAP; i++) {
+            ((int32_t *)so[t]->data)[i] = N;
+            if (i < CAP / BS) ((int32_t *)ex[t]->data)[i] = -1;
+        }
+    CHECK_EQ_INT(opreg__ref_moe_align_block_size(wide, 1000000000, BS, so[0], ex[0], np[0]),
+                 OPREG_OK);
+    CHECK_EQ_INT(opreg__ref_moe_align_block_size(ranks, N, BS, so[1], ex[1], np[1]), OPREG_OK);
+    int32_t post = ((int32_t *)np[0]->data)[0];
+    CHECK_EQ_INT(post, ((int32_t *)np[1]->data)[0]);
+    CHECK(post > 0 && post % BS == 0);
+    CHECK(memcmp(so[0]->data, so[1]->data, CAP * sizeof(int32_t)) == 0);
+    for (int b = 0; b < post / BS; b++) {
+        int32_t e = ((int32_t *)ex[0]->data)[b], k = ((int32_t *)ex[1]->data)[b];
+        /* block b names the expert whose rank names it in the dense run */
+        int found = 0;
+        for (int i = 0; i < N; i++)
+            if (w[i] == e) {
+                CHECK_EQ_INT(r[i], k);
+                found = 1;
+            }
+        CHECK(found);
+    }
+    for (int b = post / BS; b < CAP / BS; b++)
+        CHECK_EQ_INT(((int32_t *)ex[0]->data)[b], -1);
+    tt_free_all();
+}
+
 TEST(topk_softmax_hand) {
     static const float logits[2][5] = { { 1.0f, 3.0f, 3.0f, -1.0f, 0.5f },
                                         { 0.0f, 0.0f, 0.0f, 0.0f, 0.0f } };
@@ -197,6 +263,8 @@ TEST(bad_inputs) {
 int main(void) {
     RUN(moe_align_example);
     RUN(moe_align_random_invariants);
+    RUN(moe_align_few_ids_of_many_experts);
+    RUN(moe_align_sparse_matches_dense);
     RUN(topk_softmax_hand);
     RUN(bad_inputs);
     printf("%d bad-input cases\n", bad_cases);
