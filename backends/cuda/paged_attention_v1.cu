@@ -96,11 +96,21 @@ template <typename T> opreg_status launch(const opreg__cuda_attention_args *a, v
                            "%s: argument 'query': head_size %lld is more than the CUDA kernel "
                            "takes (12288)",
                            op, (long long)a->head_size);
+    /* A row of logits holds the longest sequence there can be: max_seq_len
+     * bounds it, but so does the block table, and max_seq_len may be far
+     * larger (up to INT64_MAX). The kernel clamps each length to both. */
+    opreg__cuda_attention_args tight = *a;
+    if (a->block_size > 0 && a->max_blocks <= a->max_seq_len / a->block_size)
+        tight.max_seq_len = a->max_blocks * a->block_size;
+    if (tight.max_seq_len > 0 && rows > INT64_MAX / (int64_t)sizeof(float) / tight.max_seq_len)
+        return opreg__fail(OPREG_ERR_OUT_OF_MEMORY,
+                           "%s: %lld rows of %lld logits do not fit in memory", op, (long long)rows,
+                           (long long)tight.max_seq_len);
     void *logits;
-    OPREG__TRY(
-        opreg__cuda_scratch(&logits, (size_t)(rows * a->max_seq_len) * sizeof(float), stream, op));
-    attention_kernel<T>
-        <<<opreg_cuda::grid_for(rows, 1), 128, shared, (cudaStream_t)stream>>>(*a, (float *)logits);
+    OPREG__TRY(opreg__cuda_scratch(&logits, (size_t)(rows * tight.max_seq_len) * sizeof(float),
+                                   stream, op));
+    attention_kernel<T><<<opreg_cuda::grid_for(rows, 1), 128, shared, (cudaStream_t)stream>>>(
+        tight, (float *)logits);
     opreg_status st = opreg__cuda_launched(op, "attention_kernel");
     opreg_status freed = opreg__cuda_scratch_free(logits, stream, op);
     return st != OPREG_OK ? st : freed;

@@ -47,7 +47,14 @@ opreg__ref_paged_attention_v1(const opreg_tensor *out, const opreg_tensor *query
     group = hq / num_kv_heads;
     bt = opreg__ptr(block_tables);
     len = opreg__ptr(seq_lens);
-    logit = malloc(((size_t)max_seq_len + 1) * sizeof *logit);
+    /* One logit a token of the longest sequence, not of max_seq_len: the
+     * checks hold every length below it, but it may be far larger (up to
+     * INT64_MAX, where (max_seq_len + 1) * 8 bytes wraps). */
+    int64_t longest = 0;
+    for (int64_t s = 0; s < s_count; s++)
+        if (len[s] > longest) longest = len[s];
+    (void)max_seq_len;
+    logit = malloc(((size_t)longest + 1) * sizeof *logit);
     acc = malloc(((size_t)d + 1) * sizeof *acc);
     if (!logit || !acc) {
         free(logit);

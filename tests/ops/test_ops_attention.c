@@ -93,6 +93,22 @@ TEST(matches_hand_softmax) {
     tt_free_all();
 }
 
+/* max_seq_len only bounds the lengths: far past them (up to INT64_MAX,
+ * where a buffer of max_seq_len + 1 doubles wraps to a few bytes) the
+ * results are those of a tight bound. */
+TEST(max_seq_len_far_past_the_lengths) {
+    static const int64_t bounds[] = { (int64_t)1 << 40, ((int64_t)1 << 61) + 1, INT64_MAX };
+    setup_cache(OPREG_DTYPE_F32, 1.0);
+    for (size_t b = 0; b < sizeof bounds / sizeof bounds[0]; b++) {
+        tt_fill(OUT, 5, 6);
+        CHECK_EQ_INT(checked_paged_attention_v1(OUT, Q, KC, VC, HKV, 0.25, BT, SL, BS, bounds[b],
+                                                NULL, "auto", 1.0, 0, 0, 0, 0, 0),
+                     OPREG_OK);
+        CHECK(check_against_hand(0.25, 0));
+    }
+    tt_free_all();
+}
+
 TEST(bad_inputs) {
     opreg_status SH = OPREG_ERR_SHAPE, IA = OPREG_ERR_INVALID_ARGUMENT;
 #define P     PA(NULL, "auto", 1.0, 0)
@@ -185,6 +201,7 @@ TEST(bad_inputs) {
 
 int main(void) {
     RUN(matches_hand_softmax);
+    RUN(max_seq_len_far_past_the_lengths);
     RUN(bad_inputs);
     printf("%d bad-input cases\n", bad_cases);
     return test_summary();
