@@ -6,16 +6,16 @@
  * Nothing here links against OpenMP: the library is opened with RTLD_NOLOAD
  * (it must be loaded already) and only three entry points are looked up:
  * GOMP_parallel, the GNU ABI that libgomp, LLVM's libomp and Intel's libiomp5
- * all export, omp_in_parallel and omp_get_thread_num. Inside the team, threads claim tasks one
- * at a time, so a thread that starts late takes fewer tasks: the calling
- * thread (the team's first) from the front and the others from the back,
- * as opreg's own pool does, so that each core gets the same part of the
- * data from one call to the next (docs/performance.md, "Threads"). */
+ * all export, omp_in_parallel and omp_get_thread_num. Inside the team,
+ * threads claim the loop's slots one at a time (omp_loop.h), so a thread
+ * that starts late takes fewer: the calling thread (the team's first) from
+ * the front and the others from the back, as opreg's own pool does, so that
+ * each core gets the same part of the data from one call to the next
+ * (docs/performance.md, "Threads"). */
 #include "python/src/binding.h"
+#include "python/src/omp_loop.h"
 
 #include <dlfcn.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdint.h>
 
 typedef void (*gomp_parallel_fn)(void (*body)(void *), void *data, unsigned threads,
@@ -32,51 +32,13 @@ static struct {
     unsigned threads;
 } lent;
 
-/* At most this many slots a loop: each a task below it, past it runs of
- * tasks between omp_split's cuts. */
+/* At most this many slots a loop (omp_loop.h): each a task below it, past
+ * it runs of tasks between omp_split's cuts. */
 #define OMP_MAX_SLOTS INT32_MAX
 
-/* floor(n * i / parts) without forming n * i, exact for parts < 2^31 and
- * 0 <= i <= parts (the pool's own splits take the same floor). */
-static int64_t omp_split(int64_t n, int64_t i, int64_t parts) {
-    return n / parts * i + n % parts * i / parts;
-}
-
-/* A loop's n tasks in slots; the slots not yet claimed, [next, end), in
- * one word: next in the low 32 bits, end in the high. */
-struct omp_loop {
-    opreg_task_fn task;
-    void *ctx;
-    int64_t n, slots;
-    _Atomic uint64_t left;
-};
-
-/* Claims a slot into @p slot from the front, or with @p back from the back;
- * false when none is left. */
-static bool omp_claim(struct omp_loop *l, bool back, int64_t *slot) {
-    uint64_t v = atomic_load_explicit(&l->left, memory_order_relaxed);
-    for (;;) {
-        uint64_t next = v & 0xFFFFFFFFu, end = v >> 32;
-        if (next >= end) return false;
-        uint64_t want = back ? (end - 1) << 32 | next : end << 32 | (next + 1);
-        if (atomic_compare_exchange_weak_explicit(&l->left, &v, want, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-            *slot = (int64_t)(back ? end - 1 : next);
-            return true;
-        }
-    }
-}
-
 static void omp_body(void *data) {
-    struct omp_loop *l = data;
     /* The team's first thread is the one that called GOMP_parallel. */
-    bool back = lent.thread_num() != 0;
-    int64_t s;
-    while (omp_claim(l, back, &s)) {
-        int64_t end = omp_split(l->n, s + 1, l->slots);
-        for (int64_t i = omp_split(l->n, s, l->slots); i < end; i++)
-            l->task(l->ctx, i);
-    }
+    omp_loop_run(data, lent.thread_num() != 0);
 }
 
 /* opreg's parallel-for hook over the lent team. From inside an OpenMP region
@@ -89,8 +51,8 @@ static void omp_parallel_for(void *host, int64_t n, opreg_task_fn task, void *ct
             task(ctx, i);
         return;
     }
-    int64_t slots = n < OMP_MAX_SLOTS ? n : OMP_MAX_SLOTS;
-    struct omp_loop l = { task, ctx, n, slots, (uint64_t)slots << 32 };
+    struct omp_loop l;
+    omp_loop_init(&l, n, OMP_MAX_SLOTS, task, ctx);
     unsigned threads = n < (int64_t)lent.threads ? (unsigned)n : lent.threads;
     lent.parallel(omp_body, &l, threads, 0);
 }
