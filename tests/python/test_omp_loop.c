@@ -13,8 +13,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-/* Runs @p l on @p threads threads, the first (this one) from the front and
- * the others from the back, as the team's threads do. */
+/* One thread of the stand-in team: its loop, and the end it claims from. */
 struct runner {
     struct omp_loop *l;
     bool back;
@@ -26,6 +25,8 @@ static void *run_thread(void *p) {
     return NULL;
 }
 
+/* Runs @p l on @p threads (at most 8) threads, the first (this one) from
+ * the front and the others from the back, as the team's threads do. */
 static void run_on(struct omp_loop *l, int threads) {
     pthread_t t[8];
     struct runner r[8];
