@@ -6,23 +6,46 @@
 #include <stdlib.h>
 
 /* moe_align_block_size counts each expert's ids in a table: one entry an
- * expert up to the largest id present while that is at most
- * MOE_DENSE_SLACK entries more than twice the ids; past it (num_experts far
- * beyond the ids: 2^31 - 1 experts for a dozen ids would be 16 GiB of table
- * and 2^31 steps) one entry for each expert present, found by sorting a
- * copy of the ids. Either way memory and time follow the ids, not
- * num_experts. */
+ * expert up to num_experts; where that is more than MOE_DENSE_SLACK entries
+ * past twice the ids, up to the largest id present; past that too (2^31 - 1
+ * experts for a dozen ids would be 16 GiB of table and 2^31 steps), the ids
+ * are renamed to their ranks among the experts present (a sorted copy) and
+ * the blocks' experts named back after. Either way memory and time follow
+ * the ids, not num_experts. */
 #define MOE_DENSE_SLACK 65536
+
+/* The op over @p rows experts, every one of the @p n ids (dtype @p dt)
+ * below it: a table of counts, one entry an expert. */
+static opreg_status moe_align_dense(const void *ids, int dt, int64_t n, int64_t rows,
+                                    int64_t block_size, int32_t *sorted, int32_t *experts,
+                                    int32_t *post_pad) {
+    int64_t *start = calloc((size_t)rows + 1, sizeof *start);
+    if (!start)
+        return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "_C::moe_align_block_size: out of memory");
+    /* start[e + 1] = count of e, then the padded exclusive cumsum */
+    for (int64_t i = 0; i < n; i++)
+        start[opreg__ld_index(ids, dt, i) + 1]++;
+    for (int64_t e = 0; e < rows; e++)
+        start[e + 1] = start[e] + (start[e + 1] + block_size - 1) / block_size * block_size;
+    for (int64_t e = 0; e < rows; e++)
+        for (int64_t b = start[e] / block_size; b < start[e + 1] / block_size; b++)
+            experts[b] = (int32_t)e;
+    *post_pad = (int32_t)start[rows];
+    /* stable: flat index order within each expert; start[e] walks forward */
+    for (int64_t i = 0; i < n; i++)
+        sorted[start[opreg__ld_index(ids, dt, i)]++] = (int32_t)i;
+    free(start);
+    return OPREG_OK;
+}
 
 static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
 }
 
-/* The table entry of expert @p e: e itself, or its place among the
- * @p rows experts @p present (ascending, e among them). */
-static int64_t moe_entry(const int64_t *present, int64_t rows, int64_t e) {
-    if (!present) return e;
+/* The place of expert @p e among the @p rows experts @p present
+ * (ascending, e among them). */
+static int64_t moe_rank(const int64_t *present, int64_t rows, int64_t e) {
     int64_t lo = 0, hi = rows - 1;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
@@ -42,43 +65,40 @@ opreg_status opreg__ref_moe_align_block_size(const opreg_tensor *topk_ids, int64
     const char *op = "_C::moe_align_block_size";
     int dt = opreg__dtype_of(topk_ids);
     const void *ids = opreg__ptr(topk_ids);
-    int64_t n = opreg__numel(topk_ids), rows = 0, *start, *present = NULL;
+    int64_t n = opreg__numel(topk_ids), rows = num_experts, *present, *ranks;
     int32_t *sorted = opreg__ptr(sorted_token_ids), *experts = opreg__ptr(experts_ids);
-    (void)num_experts; /* the checks hold every id below it */
-    for (int64_t i = 0; i < n; i++) {
-        int64_t e = opreg__ld_index(ids, dt, i);
-        if (e + 1 > rows) rows = e + 1;
-    }
+    int32_t *post_pad = opreg__ptr(num_tokens_post_pad);
     if (rows > 2 * n + MOE_DENSE_SLACK) {
-        present = malloc((size_t)n * sizeof *present);
-        if (!present) return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
-        for (int64_t i = 0; i < n; i++)
-            present[i] = opreg__ld_index(ids, dt, i);
-        qsort(present, (size_t)n, sizeof *present, cmp_i64);
-        rows = 0;
-        for (int64_t i = 0; i < n; i++)
-            if (i == 0 || present[i] != present[rows - 1]) present[rows++] = present[i];
+        rows = 0; /* the checks hold every id below num_experts */
+        for (int64_t i = 0; i < n; i++) {
+            int64_t e = opreg__ld_index(ids, dt, i);
+            if (e + 1 > rows) rows = e + 1;
+        }
     }
-    start = calloc((size_t)rows + 1, sizeof *start);
-    if (!start) {
+    if (rows <= 2 * n + MOE_DENSE_SLACK)
+        return moe_align_dense(ids, dt, n, rows, block_size, sorted, experts, post_pad);
+    present = malloc((size_t)n * sizeof *present);
+    ranks = malloc((size_t)n * sizeof *ranks);
+    if (!present || !ranks) {
         free(present);
+        free(ranks);
         return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
     }
-    /* start[r + 1] = count of entry r, then the padded exclusive cumsum */
     for (int64_t i = 0; i < n; i++)
-        start[moe_entry(present, rows, opreg__ld_index(ids, dt, i)) + 1]++;
-    for (int64_t r = 0; r < rows; r++)
-        start[r + 1] = start[r] + (start[r + 1] + block_size - 1) / block_size * block_size;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t b = start[r] / block_size; b < start[r + 1] / block_size; b++)
-            experts[b] = (int32_t)(present ? present[r] : r);
-    *(int32_t *)opreg__ptr(num_tokens_post_pad) = (int32_t)start[rows];
-    /* stable: flat index order within each expert; start[r] walks forward */
+        present[i] = opreg__ld_index(ids, dt, i);
+    qsort(present, (size_t)n, sizeof *present, cmp_i64);
+    rows = 0;
     for (int64_t i = 0; i < n; i++)
-        sorted[start[moe_entry(present, rows, opreg__ld_index(ids, dt, i))]++] = (int32_t)i;
-    free(start);
+        if (i == 0 || present[i] != present[rows - 1]) present[rows++] = present[i];
+    for (int64_t i = 0; i < n; i++)
+        ranks[i] = moe_rank(present, rows, opreg__ld_index(ids, dt, i));
+    opreg_status st =
+        moe_align_dense(ranks, OPREG_DTYPE_I64, n, rows, block_size, sorted, experts, post_pad);
+    for (int64_t b = 0; st == OPREG_OK && b < *post_pad / block_size; b++)
+        experts[b] = (int32_t)present[experts[b]];
     free(present);
-    return OPREG_OK;
+    free(ranks);
+    return st;
 }
 
 opreg_status opreg__ref_topk_softmax(const opreg_tensor *topk_weights,
