@@ -5,13 +5,13 @@
 
 #include <stdlib.h>
 
-/* moe_align_block_size counts each expert's ids in a table: one entry an
- * expert up to num_experts; where that is more than MOE_DENSE_SLACK entries
- * past twice the ids, up to the largest id present; past that too (2^31 - 1
- * experts for a dozen ids would be 16 GiB of table and 2^31 steps), the ids
- * are renamed to their ranks among the experts present (a sorted copy) and
- * the blocks' experts named back after. Either way memory and time follow
- * the ids, not num_experts. */
+/* moe_align_block_size counts each expert's ids in a table, one entry an
+ * expert, while num_experts is at most MOE_DENSE_SLACK entries past twice
+ * the ids. Past that (2^31 - 1 experts for a dozen ids would be 16 GiB of
+ * table and 2^31 steps) the ids are renamed to their ranks among the
+ * experts present (a sorted copy), the table has one entry for each, and
+ * the blocks' experts are named back after. Either way memory and time
+ * follow the ids, not num_experts. */
 #define MOE_DENSE_SLACK 65536
 
 /* The op over @p rows experts, every one of the @p n ids (dtype @p dt)
@@ -65,20 +65,14 @@ opreg_status opreg__ref_moe_align_block_size(const opreg_tensor *topk_ids, int64
     const char *op = "_C::moe_align_block_size";
     int dt = opreg__dtype_of(topk_ids);
     const void *ids = opreg__ptr(topk_ids);
-    int64_t n = opreg__numel(topk_ids), rows = num_experts, *present, *ranks;
+    int64_t n = opreg__numel(topk_ids), rows, *present, *ranks;
     int32_t *sorted = opreg__ptr(sorted_token_ids), *experts = opreg__ptr(experts_ids);
     int32_t *post_pad = opreg__ptr(num_tokens_post_pad);
-    if (rows > 2 * n + MOE_DENSE_SLACK) {
-        rows = 0; /* the checks hold every id below num_experts */
-        for (int64_t i = 0; i < n; i++) {
-            int64_t e = opreg__ld_index(ids, dt, i);
-            if (e + 1 > rows) rows = e + 1;
-        }
-    }
-    if (rows <= 2 * n + MOE_DENSE_SLACK)
-        return moe_align_dense(ids, dt, n, rows, block_size, sorted, experts, post_pad);
-    present = malloc((size_t)n * sizeof *present);
-    ranks = malloc((size_t)n * sizeof *ranks);
+    /* the checks hold every id below num_experts */
+    if (num_experts <= 2 * n + MOE_DENSE_SLACK)
+        return moe_align_dense(ids, dt, n, num_experts, block_size, sorted, experts, post_pad);
+    present = malloc(((size_t)n + 1) * sizeof *present); /* + 1: n may be 0 */
+    ranks = malloc(((size_t)n + 1) * sizeof *ranks);
     if (!present || !ranks) {
         free(present);
         free(ranks);

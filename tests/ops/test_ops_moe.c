@@ -66,6 +66,11 @@ TEST(moe_align_few_ids_of_many_experts) {
         CHECK_EQ_INT(((int32_t *)experts->data)[i], want_experts[i]);
     }
     CHECK_EQ_INT(((int32_t *)post->data)[0], 6);
+    /* No ids at all: nothing to place, and no block. */
+    DLTensor *none = TT(I64, 0, 2);
+    ((int32_t *)post->data)[0] = -1;
+    CHECK_EQ_INT(checked_moe_align_block_size(none, INT32_MAX, 1, sorted, experts, post), OPREG_OK);
+    CHECK_EQ_INT(((int32_t *)post->data)[0], 0);
     tt_free_all();
 }
 
