@@ -44,6 +44,23 @@ static void count_runs(void *ctx, int64_t i) {
     atomic_fetch_add_explicit((_Atomic int *)ctx + i, 1, memory_order_relaxed);
 }
 
+/* Runs a loop of @p n tasks in at most @p cap slots on @p threads threads,
+ * each task counting its runs in @p runs: -1 when every task ran exactly
+ * once, else the first that did not, or n when the slots were miscounted
+ * or one is left to claim. */
+static int64_t run_counted(_Atomic int *runs, int64_t n, int64_t cap, int threads) {
+    struct omp_loop l;
+    int64_t s;
+    for (int64_t i = 0; i < n; i++)
+        atomic_init(&runs[i], 0);
+    omp_loop_init(&l, n, cap, count_runs, runs);
+    if (l.slots != (n < cap ? n : cap)) return n;
+    run_on(&l, threads);
+    for (int64_t i = 0; i < n; i++)
+        if (atomic_load(&runs[i]) != 1) return i;
+    return omp_claim(&l, false, &s) || omp_claim(&l, true, &s) ? n : -1;
+}
+
 TEST(every_task_runs_once) {
     static const int64_t ns[] = { 1, 2, 3, 7, 64, 1000, 4097 };
     static const int64_t caps[] = { 1, 2, 3, 5, 64, 4096, INT32_MAX };
@@ -53,25 +70,15 @@ TEST(every_task_runs_once) {
     for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
         for (size_t b = 0; b < sizeof caps / sizeof caps[0]; b++)
             for (size_t c = 0; c < sizeof threads / sizeof threads[0]; c++) {
-                int64_t n = ns[a];
-                for (int64_t i = 0; i < n; i++)
-                    atomic_init(&runs[i], 0);
-                struct omp_loop l;
-                omp_loop_init(&l, n, caps[b], count_runs, runs);
-                CHECK_EQ_INT(l.slots, n < caps[b] ? n : caps[b]);
-                run_on(&l, threads[c]);
-                for (int64_t i = 0; i < n; i++)
-                    if (atomic_load(&runs[i]) != 1) {
-                        TEST_FAIL_AT("n %lld, cap %lld, %d threads: task %lld ran %d times",
-                                     (long long)n, (long long)caps[b], threads[c], (long long)i,
-                                     atomic_load(&runs[i]));
-                        free(runs);
-                        return;
-                    }
-                /* Nothing is left to claim. */
-                int64_t s;
-                CHECK(!omp_claim(&l, false, &s));
-                CHECK(!omp_claim(&l, true, &s));
+                int64_t bad = run_counted(runs, ns[a], caps[b], threads[c]);
+                if (bad >= 0) {
+                    TEST_FAIL_AT("n %lld, cap %lld, %d threads: task %lld ran %d times (n: "
+                                 "slots miscounted or one left)",
+                                 (long long)ns[a], (long long)caps[b], threads[c], (long long)bad,
+                                 bad < ns[a] ? atomic_load(&runs[bad]) : -1);
+                    free(runs);
+                    return;
+                }
             }
     free(runs);
 }
@@ -157,18 +164,13 @@ TEST(many_tasks_grouped_on_contending_threads) {
     _Atomic int *runs = calloc(N, sizeof *runs);
     CHECK(runs != NULL);
     for (int cap = 1000; cap <= 1000000; cap *= 1000) {
-        for (int64_t i = 0; i < N; i++)
-            atomic_init(&runs[i], 0);
-        struct omp_loop l;
-        omp_loop_init(&l, N, cap, count_runs, runs);
-        run_on(&l, 4);
-        for (int64_t i = 0; i < N; i++)
-            if (atomic_load(&runs[i]) != 1) {
-                TEST_FAIL_AT("cap %d: task %lld ran %d times", cap, (long long)i,
-                             atomic_load(&runs[i]));
-                free(runs);
-                return;
-            }
+        int64_t bad = run_counted(runs, N, cap, 4);
+        if (bad >= 0) {
+            TEST_FAIL_AT("cap %d: task %lld ran %d times (n: slots miscounted or one left)", cap,
+                         (long long)bad, bad < N ? atomic_load(&runs[bad]) : -1);
+            free(runs);
+            return;
+        }
     }
     free(runs);
 }
