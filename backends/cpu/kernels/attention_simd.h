@@ -1,7 +1,7 @@
 /* paged_attention_v1 on the vector layer (vf, VW). Included once by each
  * SIMD path's file, after simd_<isa>.h and simd_math.h. The algorithm is
  * attention.c's (one item per sequence and KV head, online softmax over the
- * cache blocks); only the inner products are vectorised:
+ * cache blocks), taken a chunk of PA_CHUNK tokens at a time and vectorised:
  *
  * - A key block [head_size/x][block_size][x] is used in its own layout.
  *   Chunk c of it is block_size * x contiguous elements; a vector of VW of
@@ -9,25 +9,35 @@
  *   VW). It is multiplied by the query laid out the same way, qpat: chunk c
  *   of the query repeated to fill W = max(VW, x) lanes, so lane k of
  *   qpat[c*W + m .. ] is q[c*x + (m + k) % x]. The products of a chunk add
- *   up lane by lane over c; each token's logit is then the sum of its x
- *   lanes.
- * - A value block [head_size][block_size] gives, per head dim i, a dot of
- *   the block's probabilities with row i. The dot's lanes are not summed
- *   per block: each head dim keeps a vector accumulator (rescaled with the
- *   running maximum like the sum), reduced across its lanes once at the
- *   end. That took 40% off a decode call (128-token sequences, head_size
- *   128, bf16), where a horizontal sum per head dim and block dominated.
- *   The accumulators take 32 KiB of stack per query head of a pass (AVX-512;
- *   128 KiB for the pass), well inside any thread's default stack.
+ *   up lane by lane over c, four vectors of tokens side by side; each
+ *   token's logit is then the sum of its x lanes.
+ * - The softmax step is taken once a chunk, its exponentials VW at a time
+ *   (pa_softmax_chunk).
+ * - The chunk's value blocks ([head_size][block_size] each) are widened
+ *   side by side into one [head_size][PA_CHUNK] buffer; per head dim i the
+ *   chunk's probabilities are multiplied with row i. The products' lanes
+ *   are not summed per chunk: each head dim keeps a vector accumulator
+ *   (rescaled with the running maximum like the sum), reduced across its
+ *   lanes once at the end, and read and written once a chunk rather than
+ *   once a block (at 4 query heads of 128 they are 32 KiB, an L1's worth
+ *   on Zen 4). The accumulators take 32 KiB of stack per query head of a
+ *   pass (AVX-512; 256 KiB for a pass of 8), the value buffer 64 KiB at
+ *   head_size 256, within any thread's default stack.
+ * - The next block's lines are fetched into L1 while a block is worked
+ *   on: the block table scatters a sequence's blocks, so the hardware's
+ *   prefetcher cannot follow them.
  *
- * Blocks in bf16, f16 or fp8 are widened to f32 once per block and shared
- * by the query heads of the pass; an f32 block is read in place unless it is
- * the sequence's last, partial block, whose slots past the end are zeroed
- * (a stale NaN there would otherwise poison 0 * NaN). */
+ * Key blocks in bf16, f16 or fp8 are widened to f32 once per block and
+ * shared by the query heads of the pass; an f32 key block is read in
+ * place. Value columns past the sequence's end are zeroed (a stale NaN
+ * there would otherwise poison 0 * NaN). */
 #ifndef OPREG_CPU_ATTENTION_SIMD_H
 #define OPREG_CPU_ATTENTION_SIMD_H
 
 #define PA_BLOCK_FLOATS (OPREG__CPU_PA_MAX_HEAD * OPREG__CPU_PA_MAX_BLOCK)
+/* Tokens of a chunk, at most: whole blocks of up to OPREG__CPU_PA_MAX_BLOCK
+ * tokens, and a multiple of VW, so that a chunk's vectors stay within it. */
+#define PA_CHUNK 64
 /* qpat holds head_size * max(1, VW / x) floats; x >= 4. */
 #define PA_QPAT_FLOATS (OPREG__CPU_PA_MAX_HEAD * (VW >= 4 ? VW / 4 : 1))
 
@@ -41,43 +51,125 @@ AI void pa_widen(int dt, float *buf, const void *src, int64_t count) {
                  count - i);
 }
 
-/* Block @p blk of a cache (head_size x block_size elements per KV head) as
- * f32: in place when possible, else widened into @p buf. For the @p value
- * cache ([head_size][block_size]) the token columns >= @p n are zeroed; the
- * key layout needs no zeroing, since the logits of those tokens are dropped. */
-static const float *pa_block(const struct opreg__pa_args *a, const void *cache, int64_t blk,
-                             int64_t kvh, int64_t n, bool value, float *buf) {
-    int64_t count = a->d * a->bs, base = blk * (value ? a->vblk : a->kblk) + kvh * count;
-    bool partial = value && n < a->bs;
-    if (a->kind == 0 && a->dt == OPREG_DTYPE_F32 && !partial) return (const float *)cache + base;
+/* Key block @p blk of KV head @p kvh ([head_size/x][block_size][x]) as
+ * f32: in place for f32, else widened into @p buf. Slots past the
+ * sequence's end need no zeroing: their logits are never used. */
+static const float *pa_keys(const struct opreg__pa_args *a, int64_t blk, int64_t kvh, float *buf) {
+    int64_t count = a->d * a->bs, base = blk * a->kblk + kvh * count;
     if (a->kind != 0) {
-        const uint8_t *c = (const uint8_t *)cache + base;
+        const uint8_t *c = (const uint8_t *)a->kc + base;
         for (int64_t i = 0; i < count; i++)
             buf[i] = a->lut[c[i]];
     } else if (a->dt == OPREG_DTYPE_F32) {
-        pa_widen(OPREG_DTYPE_F32, buf, opreg__cpu_at(OPREG_DTYPE_F32, cache, base), count);
+        return (const float *)a->kc + base;
     } else if (a->dt == OPREG_DTYPE_BF16) {
-        pa_widen(OPREG_DTYPE_BF16, buf, opreg__cpu_at(OPREG_DTYPE_BF16, cache, base), count);
+        pa_widen(OPREG_DTYPE_BF16, buf, opreg__cpu_at(OPREG_DTYPE_BF16, a->kc, base), count);
     } else {
-        pa_widen(OPREG_DTYPE_F16, buf, opreg__cpu_at(OPREG_DTYPE_F16, cache, base), count);
+        pa_widen(OPREG_DTYPE_F16, buf, opreg__cpu_at(OPREG_DTYPE_F16, a->kc, base), count);
     }
-    if (partial)
-        for (int64_t i = 0; i < a->d; i++)
-            for (int64_t off = n; off < a->bs; off++)
-                buf[i * a->bs + off] = 0.0f;
     return buf;
 }
 
-/* Query heads h0..h0+nh-1 of sequence @p s, on KV head @p kvh. */
+/* The lines of KV head @p kvh's part of block @p blk of both caches, into
+ * L1: the blocks of a sequence lie wherever the block table puts them, so
+ * the hardware's prefetcher, which follows addresses, cannot run ahead of
+ * the walk. */
+AI void pa_fetch_block(const struct opreg__pa_args *a, int64_t blk, int64_t kvh) {
+    int64_t es = a->kind ? 1 : (int64_t)opreg__cpu_es(a->dt), count = a->d * a->bs;
+    const char *k = (const char *)a->kc + (blk * a->kblk + kvh * count) * es;
+    const char *v = (const char *)a->vc + (blk * a->vblk + kvh * count) * es;
+    for (int64_t off = 0; off < count * es; off += 64) {
+        _mm_prefetch(k + off, _MM_HINT_T0);
+        _mm_prefetch(v + off, _MM_HINT_T0);
+    }
+}
+
+/* @p d rows of @p bs elements of dtype @p dt at @p src, the first @p n of
+ * each widened to f32 into a row of @p dst (@p ld floats apart), the rest
+ * zeroed. Inlined with dt constant, so each dtype has its own loop. */
+AI void pa_widen_rows(int dt, float *dst, int64_t ld, const void *src, int64_t d, int64_t bs,
+                      int64_t n) {
+    for (int64_t i = 0; i < d; i++) {
+        float *row = dst + i * ld;
+        pa_widen(dt, row, opreg__cpu_at(dt, src, i * bs), n);
+        for (int64_t off = n; off < bs; off++)
+            row[off] = 0.0f;
+    }
+}
+
+/* Value block @p blk of KV head @p kvh ([head_size][block_size]) as f32
+ * into columns [col, col + bs) of the rows of @p dst (@p ld floats apart),
+ * the columns of tokens >= @p n zeroed. */
+static void pa_values_into(const struct opreg__pa_args *a, int64_t blk, int64_t kvh, int64_t n,
+                           float *dst, int64_t ld, int64_t col) {
+    int64_t d = a->d, bs = a->bs, base = blk * a->vblk + kvh * d * bs;
+    if (a->kind != 0) {
+        for (int64_t i = 0; i < d; i++) {
+            const uint8_t *c = (const uint8_t *)a->vc + base + i * bs;
+            float *row = dst + i * ld + col;
+            for (int64_t off = 0; off < bs; off++)
+                row[off] = off < n ? a->lut[c[off]] : 0.0f;
+        }
+    } else if (a->dt == OPREG_DTYPE_F32) {
+        pa_widen_rows(OPREG_DTYPE_F32, dst + col, ld, opreg__cpu_at(OPREG_DTYPE_F32, a->vc, base),
+                      d, bs, n);
+    } else if (a->dt == OPREG_DTYPE_BF16) {
+        pa_widen_rows(OPREG_DTYPE_BF16, dst + col, ld, opreg__cpu_at(OPREG_DTYPE_BF16, a->vc, base),
+                      d, bs, n);
+    } else {
+        pa_widen_rows(OPREG_DTYPE_F16, dst + col, ld, opreg__cpu_at(OPREG_DTYPE_F16, a->vc, base),
+                      d, bs, n);
+    }
+}
+
+/* One step of the online softmax over a chunk, vectorised: @p lg holds the
+ * raw q.k of @p n tokens (up to nv * VW), the first of them @p pos0 - 1
+ * positions before the sequence's last (ALiBi's j - L + 1); on return the
+ * chunk's probabilities under the new running maximum *m, zero (or, past
+ * the exp's range, below 1e-37) from n to nv * VW. *sum is rescaled to the
+ * new maximum and the chunk's probabilities added: opreg__pa_softmax_block's
+ * arithmetic with the exponentials taken VW at a time. */
+AI void pa_softmax_chunk(float *lg, int64_t n, int64_t nv, float scale, float slope, int64_t pos0,
+                         float *m, float *sum) {
+    static const float iota[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+    vf vm = vset1(-INFINITY), vs = vzero(), lane = vload(OPREG_DTYPE_F32, iota);
+    for (int64_t v = 0; v < nv; v++) {
+        vf pos = vadd(vset1((float)(pos0 + v * VW)), lane);
+        vf t = vfma(vset1(scale), vload(OPREG_DTYPE_F32, lg + v * VW), vmul(vset1(slope), pos));
+        vstore(OPREG_DTYPE_F32, lg + v * VW, t);
+    }
+    for (int64_t off = n; off < nv * VW; off++)
+        lg[off] = -INFINITY;
+    for (int64_t v = 0; v < nv; v++)
+        vm = vmax(vm, vload(OPREG_DTYPE_F32, lg + v * VW));
+    float mx = vhmax(vm);
+    if (*m > mx) mx = *m;
+    *sum *= expf(*m - mx);
+    *m = mx;
+    for (int64_t v = 0; v < nv; v++) {
+        vf e = vexp_s(vsub(vload(OPREG_DTYPE_F32, lg + v * VW), vset1(mx)), 1.0f, 1);
+        vs = vadd(vs, e);
+        vstore(OPREG_DTYPE_F32, lg + v * VW, e);
+    }
+    *sum += vhsum(vs);
+}
+
+/* Query heads h0..h0+nh-1 of sequence @p s, on KV head @p kvh. The blocks
+ * are taken PA_CHUNK tokens at a time: the logits of a chunk's blocks
+ * first, then one softmax step over the chunk, then its values, so that
+ * each head dim's accumulator is read and written once a chunk instead of
+ * once a block (at 4 heads of 128 the accumulators are 32 KiB, past a 32
+ * KiB L1 with the blocks beside them). */
 static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, int64_t h0,
-                      int64_t nh, float *buf) {
+                      int64_t nh, float *buf, float *vbuf) {
     int64_t d = a->d, bs = a->bs, x = a->x, l = a->len[s];
     int64_t w = VW > x ? VW : x, chunk = bs * x, nvec = chunk / VW;
+    int64_t cb = PA_CHUNK / bs, ct = cb * bs; /* blocks and tokens a chunk */
     float qpat[OPREG__CPU_PA_HEADS][PA_QPAT_FLOATS];
     /* Per head dim, the products summed lane by lane (a lane: the tokens at
      * one offset modulo VW); reduced across lanes once, at the end. */
     vf acc[OPREG__CPU_PA_HEADS][OPREG__CPU_PA_MAX_HEAD];
-    float p[OPREG__CPU_PA_HEADS][OPREG__CPU_PA_MAX_BLOCK];
+    float p[OPREG__CPU_PA_HEADS][PA_CHUNK];
     float lanes[OPREG__CPU_PA_MAX_BLOCK * 16];
     float m[OPREG__CPU_PA_HEADS], sum[OPREG__CPU_PA_HEADS], slope[OPREG__CPU_PA_HEADS];
     for (int64_t g = 0; g < nh; g++) {
@@ -96,49 +188,64 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
         sum[g] = 0.0f;
         slope[g] = a->alibi ? a->alibi[h] : 0.0f;
     }
-    for (int64_t b = 0; b * bs < l; b++) {
-        int64_t blk = a->bt[s * a->max_blocks + b];
-        int64_t n = l - b * bs < bs ? l - b * bs : bs;
-        const float *kb = pa_block(a, a->kc, blk, kvh, n, false, buf);
-        const float *vb;
+    for (int64_t b0 = 0; b0 * bs < l; b0 += cb) {
+        int64_t t0 = b0 * bs, nt = l - t0 < ct ? l - t0 : ct;
+        int64_t nv = (nt + VW - 1) / VW; /* vectors of the chunk's tokens */
+        for (int64_t b = b0; b * bs < t0 + nt; b++) {
+            int64_t blk = a->bt[s * a->max_blocks + b], col = (b - b0) * bs;
+            int64_t n = l - b * bs < bs ? l - b * bs : bs;
+            if ((b + 1) * bs < l) pa_fetch_block(a, a->bt[s * a->max_blocks + b + 1], kvh);
+            const float *kb = pa_keys(a, blk, kvh, buf);
+            for (int64_t g = 0; g < nh; g++) {
+                /* four vectors of tokens at a time, so that four chains
+                 * of multiply-adds run side by side */
+                for (int64_t j = 0; j < nvec; j += 4) {
+                    int64_t nj = nvec - j < 4 ? nvec - j : 4;
+                    vf t[4] = { vzero(), vzero(), vzero(), vzero() };
+                    const float *qp[4], *kp = kb + j * VW;
+                    for (int64_t u = 0; u < 4; u++)
+                        qp[u] = qpat[g] + ((j + u) * VW) % w;
+                    for (int64_t c = 0; c < d / x; c++, kp += chunk)
+#pragma GCC unroll 4
+                        for (int64_t u = 0; u < 4; u++)
+                            if (u < nj)
+                                t[u] = vfma(vload(OPREG_DTYPE_F32, kp + u * VW),
+                                            vload(OPREG_DTYPE_F32, qp[u] + c * w), t[u]);
+#pragma GCC unroll 4
+                    for (int64_t u = 0; u < 4; u++)
+                        if (u < nj) vstore(OPREG_DTYPE_F32, lanes + (j + u) * VW, t[u]);
+                }
+                for (int64_t off = 0; off < n; off++) {
+                    float dot = 0.0f;
+                    for (int64_t e = 0; e < x; e++)
+                        dot += lanes[off * x + e];
+                    p[g][col + off] = dot;
+                }
+            }
+            pa_values_into(a, blk, kvh, n, vbuf, PA_CHUNK, col);
+        }
+        /* the columns past the chunk's tokens, up to a whole vector */
+        for (int64_t i = 0; i < d; i++)
+            for (int64_t off = nt; off < nv * VW; off++)
+                vbuf[i * PA_CHUNK + off] = 0.0f;
         for (int64_t g = 0; g < nh; g++) {
-            for (int64_t j = 0; j < nvec; j++) {
-                const float *qp = qpat[g] + (j * VW) % w;
-                vf t = vzero();
-                for (int64_t c = 0; c < d / x; c++)
-                    t = vfma(vload(OPREG_DTYPE_F32, kb + c * chunk + j * VW),
-                             vload(OPREG_DTYPE_F32, qp + c * w), t);
-                vstore(OPREG_DTYPE_F32, lanes + j * VW, t);
-            }
-            for (int64_t off = 0; off < n; off++) {
-                float dot = 0.0f;
-                for (int64_t e = 0; e < x; e++)
-                    dot += lanes[off * x + e];
-                p[g][off] = dot;
-            }
             float before = m[g];
-            opreg__pa_softmax_block(p[g], n, bs, a->scale, slope[g], b * bs - l + 1, &m[g], &sum[g],
-                                    NULL, 0);
-            /* the factor the block's new maximum puts on what came before
-             * (opreg__pa_softmax_block's own, computed the same way) */
+            pa_softmax_chunk(p[g], nt, nv, a->scale, slope[g], t0 - l + 1, &m[g], &sum[g]);
+            /* the factor the chunk's new maximum puts on what came before
+             * (pa_softmax_chunk's own, computed the same way) */
             if (m[g] != before) {
                 vf r = vset1(expf(before - m[g]));
                 for (int64_t i = 0; i < d; i++)
                     acc[g][i] = vmul(acc[g][i], r);
             }
         }
-        vb = pa_block(a, a->vc, blk, kvh, n, true, buf);
         for (int64_t i = 0; i < d; i++) {
-            const float *row = vb + i * bs;
+            const float *row = vbuf + i * PA_CHUNK;
             for (int64_t g = 0; g < nh; g++) {
                 vf t = acc[g][i];
-                int64_t off = 0;
-                for (; off + VW <= bs; off += VW)
-                    t = vfma(vload(OPREG_DTYPE_F32, p[g] + off), vload(OPREG_DTYPE_F32, row + off),
-                             t);
-                if (off < bs)
-                    t = vfma(vload_n(OPREG_DTYPE_F32, p[g] + off, bs - off),
-                             vload_n(OPREG_DTYPE_F32, row + off, bs - off), t);
+                for (int64_t v = 0; v < nv; v++)
+                    t = vfma(vload(OPREG_DTYPE_F32, p[g] + v * VW),
+                             vload(OPREG_DTYPE_F32, row + v * VW), t);
                 acc[g][i] = t;
             }
         }
@@ -152,7 +259,7 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
 static void attention_range(const void *args, int64_t r0, int64_t r1) {
     const struct opreg__pa_args *a = args;
     int64_t group = a->hq / a->hkv;
-    float buf[PA_BLOCK_FLOATS];
+    float buf[PA_BLOCK_FLOATS], vbuf[OPREG__CPU_PA_MAX_HEAD * PA_CHUNK];
     /* A key chunk must fill whole vectors; otherwise the portable kernel. */
     if ((a->bs * a->x) % VW != 0) {
         opreg__cpu_pa_portable_range(args, r0, r1);
@@ -162,7 +269,7 @@ static void attention_range(const void *args, int64_t r0, int64_t r1) {
         int64_t s = r / a->hkv, kvh = r % a->hkv;
         for (int64_t g = 0; g < group; g += OPREG__CPU_PA_HEADS)
             pa_attend(a, s, kvh, kvh * group + g,
-                      group - g < OPREG__CPU_PA_HEADS ? group - g : OPREG__CPU_PA_HEADS, buf);
+                      group - g < OPREG__CPU_PA_HEADS ? group - g : OPREG__CPU_PA_HEADS, buf, vbuf);
     }
 }
 
