@@ -20,9 +20,7 @@
  *   (rescaled with the running maximum like the sum), reduced across its
  *   lanes once at the end, and read and written once a chunk rather than
  *   once a block (at 4 query heads of 128 they are 32 KiB, an L1's worth
- *   on Zen 4). The accumulators take 32 KiB of stack per query head of a
- *   pass (AVX-512; 256 KiB for a pass of 8), the value buffer 64 KiB at
- *   head_size 256, within any thread's default stack.
+ *   on Zen 4).
  * - The next block's lines are fetched into L1 while a block is worked
  *   on: the block table scatters a sequence's blocks, so the hardware's
  *   prefetcher cannot follow them.
@@ -30,16 +28,28 @@
  * Key blocks in bf16, f16 or fp8 are widened to f32 once per block and
  * shared by the query heads of the pass; an f32 key block is read in
  * place. Value columns past the sequence's end are zeroed (a stale NaN
- * there would otherwise poison 0 * NaN). */
+ * there would otherwise poison 0 * NaN).
+ *
+ * The accumulators, the query patterns and the widened keys and values
+ * live in the thread's scratch (opreg__cpu_scratch), not on its stack: at
+ * head_size 256 and a pass of 8 heads they come to 260 KiB (AVX-512), more
+ * than a small-stacked thread has. Without scratch, the portable kernel
+ * runs instead (about 50 KiB of stack). */
 #ifndef OPREG_CPU_ATTENTION_SIMD_H
 #define OPREG_CPU_ATTENTION_SIMD_H
 
-#define PA_BLOCK_FLOATS (OPREG__CPU_PA_MAX_HEAD * OPREG__CPU_PA_MAX_BLOCK)
 /* Tokens of a chunk, at most: whole blocks of up to OPREG__CPU_PA_MAX_BLOCK
  * tokens, and a multiple of VW, so that a chunk's vectors stay within it. */
 #define PA_CHUNK 64
-/* qpat holds head_size * max(1, VW / x) floats; x >= 4. */
-#define PA_QPAT_FLOATS (OPREG__CPU_PA_MAX_HEAD * (VW >= 4 ? VW / 4 : 1))
+
+/* A pass's buffers, carved from the thread's scratch by pa_scratch. */
+struct pa_bufs {
+    vf *acc;     /* [heads][head_size]: a head dim's products, lane by lane */
+    float *qpat; /* [heads][qlen]: each head's query in the keys' layout */
+    float *keys; /* [head_size * block_size]: a key block widened */
+    float *vals; /* [head_size][PA_CHUNK]: a chunk's value blocks widened */
+    int64_t qlen;
+};
 
 /* @p count elements of dtype @p dt at @p src, widened to f32 into @p buf. */
 AI void pa_widen(int dt, float *buf, const void *src, int64_t count) {
@@ -161,14 +171,14 @@ AI void pa_softmax_chunk(float *lg, int64_t n, int64_t nv, float scale, float sl
  * once a block (at 4 heads of 128 the accumulators are 32 KiB, past a 32
  * KiB L1 with the blocks beside them). */
 static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, int64_t h0,
-                      int64_t nh, float *buf, float *vbuf) {
+                      int64_t nh, const struct pa_bufs *sb) {
     int64_t d = a->d, bs = a->bs, x = a->x, l = a->len[s];
     int64_t w = VW > x ? VW : x, chunk = bs * x, nvec = chunk / VW;
     int64_t cb = PA_CHUNK / bs, ct = cb * bs; /* blocks and tokens a chunk */
-    float qpat[OPREG__CPU_PA_HEADS][PA_QPAT_FLOATS];
+    float *buf = sb->keys, *vbuf = sb->vals;
     /* Per head dim, the products summed lane by lane (a lane: the tokens at
      * one offset modulo VW); reduced across lanes once, at the end. */
-    vf acc[OPREG__CPU_PA_HEADS][OPREG__CPU_PA_MAX_HEAD];
+    vf *acc = sb->acc;
     float p[OPREG__CPU_PA_HEADS][PA_CHUNK];
     float lanes[OPREG__CPU_PA_MAX_BLOCK * 16];
     float m[OPREG__CPU_PA_HEADS], sum[OPREG__CPU_PA_HEADS], slope[OPREG__CPU_PA_HEADS];
@@ -180,10 +190,10 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
             for (int64_t e = 0; e < x; e++) {
                 float v = opreg__cpu_ld(a->dt, a->q, s * a->q_stride + h * d + c * x + e);
                 for (int64_t k = e; k < w; k += x)
-                    qpat[g][c * w + k] = v;
+                    sb->qpat[g * sb->qlen + c * w + k] = v;
             }
         for (int64_t i = 0; i < d; i++)
-            acc[g][i] = vzero();
+            acc[g * d + i] = vzero();
         m[g] = -INFINITY;
         sum[g] = 0.0f;
         slope[g] = a->alibi ? a->alibi[h] : 0.0f;
@@ -204,7 +214,7 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
                     vf t[4] = { vzero(), vzero(), vzero(), vzero() };
                     const float *qp[4], *kp = kb + j * VW;
                     for (int64_t u = 0; u < 4; u++)
-                        qp[u] = qpat[g] + ((j + u) * VW) % w;
+                        qp[u] = sb->qpat + g * sb->qlen + ((j + u) * VW) % w;
                     for (int64_t c = 0; c < d / x; c++, kp += chunk)
 #pragma GCC unroll 4
                         for (int64_t u = 0; u < 4; u++)
@@ -236,32 +246,50 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
             if (m[g] != before) {
                 vf r = vset1(expf(before - m[g]));
                 for (int64_t i = 0; i < d; i++)
-                    acc[g][i] = vmul(acc[g][i], r);
+                    acc[g * d + i] = vmul(acc[g * d + i], r);
             }
         }
         for (int64_t i = 0; i < d; i++) {
             const float *row = vbuf + i * PA_CHUNK;
             for (int64_t g = 0; g < nh; g++) {
-                vf t = acc[g][i];
+                vf t = acc[g * d + i];
                 for (int64_t v = 0; v < nv; v++)
                     t = vfma(vload(OPREG_DTYPE_F32, p[g] + v * VW),
                              vload(OPREG_DTYPE_F32, row + v * VW), t);
-                acc[g][i] = t;
+                acc[g * d + i] = t;
             }
         }
     }
     for (int64_t g = 0; g < nh; g++)
         for (int64_t i = 0; i < d; i++)
             opreg__cpu_st(a->dt, a->out, (s * a->hq + h0 + g) * d + i,
-                          l > 0 ? vhsum(acc[g][i]) / sum[g] : 0.0f);
+                          l > 0 ? vhsum(acc[g * d + i]) / sum[g] : 0.0f);
+}
+
+/* The buffers of a pass of up to @p heads query heads, carved from this
+ * thread's scratch; false when there is none. Each part's size is a
+ * multiple of a vector, so each starts aligned for one. */
+static bool pa_scratch(const struct opreg__pa_args *a, int64_t heads, struct pa_bufs *sb) {
+    int64_t d = a->d, qlen = d * (VW > a->x ? VW / a->x : 1);
+    int64_t nacc = heads * d * VW, nq = heads * qlen, nk = d * a->bs, nv = d * PA_CHUNK;
+    float *base = opreg__cpu_scratch((size_t)(nacc + nq + nk + nv) * sizeof(float));
+    if (!base) return false;
+    sb->acc = (vf *)base;
+    sb->qpat = base + nacc;
+    sb->keys = sb->qpat + nq;
+    sb->vals = sb->keys + nk;
+    sb->qlen = qlen;
+    return true;
 }
 
 static void attention_range(const void *args, int64_t r0, int64_t r1) {
     const struct opreg__pa_args *a = args;
     int64_t group = a->hq / a->hkv;
-    float buf[PA_BLOCK_FLOATS], vbuf[OPREG__CPU_PA_MAX_HEAD * PA_CHUNK];
-    /* A key chunk must fill whole vectors; otherwise the portable kernel. */
-    if ((a->bs * a->x) % VW != 0) {
+    int64_t heads = group < OPREG__CPU_PA_HEADS ? group : OPREG__CPU_PA_HEADS;
+    struct pa_bufs sb;
+    /* A key chunk must fill whole vectors, and the buffers must exist;
+     * otherwise the portable kernel. */
+    if ((a->bs * a->x) % VW != 0 || !pa_scratch(a, heads, &sb)) {
         opreg__cpu_pa_portable_range(args, r0, r1);
         return;
     }
@@ -269,7 +297,7 @@ static void attention_range(const void *args, int64_t r0, int64_t r1) {
         int64_t s = r / a->hkv, kvh = r % a->hkv;
         for (int64_t g = 0; g < group; g += OPREG__CPU_PA_HEADS)
             pa_attend(a, s, kvh, kvh * group + g,
-                      group - g < OPREG__CPU_PA_HEADS ? group - g : OPREG__CPU_PA_HEADS, buf, vbuf);
+                      group - g < OPREG__CPU_PA_HEADS ? group - g : OPREG__CPU_PA_HEADS, &sb);
     }
 }
 

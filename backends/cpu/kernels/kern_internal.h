@@ -135,6 +135,14 @@ static inline void opreg__pa_softmax_block(float *lg, int64_t n, int64_t bs, flo
     }
 }
 
+/* This thread's kernel scratch: at least @p bytes, 64-byte aligned, owned
+ * by the thread (kept between calls, grown when a call asks for more,
+ * freed when the thread exits); NULL when no memory is left, and a kernel
+ * then takes a path that needs none. For buffers too large for a stack: a
+ * host's threads may have small ones. One user at a time: a range function
+ * holds it only while it runs and calls nothing else that takes it. */
+void *opreg__cpu_scratch(size_t bytes);
+
 /* Query heads that one pass over a KV head's blocks serves. */
 #define OPREG__CPU_PA_HEADS 8
 
