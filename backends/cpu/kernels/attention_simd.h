@@ -10,7 +10,8 @@
  *   of the query repeated to fill W = max(VW, x) lanes, so lane k of
  *   qpat[c*W + m .. ] is q[c*x + (m + k) % x]. The products of a chunk add
  *   up lane by lane over c, four vectors of tokens side by side; each
- *   token's logit is then the sum of its x lanes.
+ *   token's logit is then the sum of its x lanes, VW tokens at a time by
+ *   shuffles (vsum_runs).
  * - The softmax step is taken once a chunk, its exponentials VW at a time
  *   (pa_softmax_chunk).
  * - The chunk's value blocks ([head_size][block_size] each) are widened
@@ -80,15 +81,21 @@ static const float *pa_keys(const struct opreg__pa_args *a, int64_t blk, int64_t
     return buf;
 }
 
-/* The lines of KV head @p kvh's part of block @p blk of both caches, into
- * L1: the blocks of a sequence lie wherever the block table puts them, so
- * the hardware's prefetcher, which follows addresses, cannot run ahead of
- * the walk. */
-AI void pa_fetch_block(const struct opreg__pa_args *a, int64_t blk, int64_t kvh) {
+/* Part @p part of @p parts of the lines of KV head @p kvh's part of block
+ * @p blk of both caches, into L1: the blocks of a sequence lie wherever the
+ * block table puts them, so the hardware's prefetcher, which follows
+ * addresses, cannot run ahead of the walk. A block's fetches are spread
+ * over the query heads' work on the one before (a part each): issued all
+ * at once, they wait for free miss buffers and hold the core (measured:
+ * about 4% of the call). */
+AI void pa_fetch_block(const struct opreg__pa_args *a, int64_t blk, int64_t kvh, int64_t part,
+                       int64_t parts) {
     int64_t es = a->kind ? 1 : (int64_t)opreg__cpu_es(a->dt), count = a->d * a->bs;
+    int64_t lines = (count * es + 63) / 64;
     const char *k = (const char *)a->kc + (blk * a->kblk + kvh * count) * es;
     const char *v = (const char *)a->vc + (blk * a->vblk + kvh * count) * es;
-    for (int64_t off = 0; off < count * es; off += 64) {
+    for (int64_t off = lines * part / parts * 64; off < lines * (part + 1) / parts * 64;
+         off += 64) {
         _mm_prefetch(k + off, _MM_HINT_T0);
         _mm_prefetch(v + off, _MM_HINT_T0);
     }
@@ -130,6 +137,50 @@ static void pa_values_into(const struct opreg__pa_args *a, int64_t blk, int64_t 
         pa_widen_rows(OPREG_DTYPE_F16, dst + col, ld, opreg__cpu_at(OPREG_DTYPE_F16, a->vc, base),
                       d, bs, n);
     }
+}
+
+/* Vectors j .. j + nj - 1 (nj <= 4) of a key block's products with the
+ * query patterns @p qp (w floats a chunk of head dims), summed over the
+ * @p nc chunks (@p chunk floats apart at @p kp) into @p out: four chains of
+ * multiply-adds side by side. Inlined with nj constant for whole groups of
+ * four, so the common case tests nothing in its loop. */
+AI void pa_qk(const float *kp, const float *qp, int64_t j, int64_t nc, int64_t chunk, int64_t w,
+              int64_t nj, float *out) {
+    vf t[4] = { vzero(), vzero(), vzero(), vzero() };
+    const float *q[4];
+    for (int64_t u = 0; u < 4; u++)
+        q[u] = qp + ((j + u) * VW) % w;
+    for (int64_t c = 0; c < nc; c++, kp += chunk)
+#pragma GCC unroll 4
+        for (int64_t u = 0; u < 4; u++)
+            if (u < nj)
+                t[u] = vfma(vload(OPREG_DTYPE_F32, kp + u * VW),
+                            vload(OPREG_DTYPE_F32, q[u] + c * w), t[u]);
+#pragma GCC unroll 4
+    for (int64_t u = 0; u < 4; u++)
+        if (u < nj) vstore(OPREG_DTYPE_F32, out + u * VW, t[u]);
+}
+
+/* The accumulators of one head dim for @p nh heads (@p acc, @p d vectors
+ * apart) plus the products of each head's probabilities (@p p, PA_CHUNK
+ * floats a head) with the dim's row of the chunk's values @p row, @p nv
+ * vectors: the heads' chains side by side, each value vector loaded once
+ * for all of them. Inlined with nh constant for the common groups of
+ * query heads (4 and 8). */
+AI void pa_pv(vf *acc, int64_t d, const float *p, const float *row, int64_t nh, int64_t nv) {
+    vf t[OPREG__CPU_PA_HEADS];
+#pragma GCC unroll 8
+    for (int64_t g = 0; g < OPREG__CPU_PA_HEADS; g++)
+        t[g] = g < nh ? acc[g * d] : vzero();
+    for (int64_t v = 0; v < nv; v++) {
+        vf r = vload(OPREG_DTYPE_F32, row + v * VW);
+#pragma GCC unroll 8
+        for (int64_t g = 0; g < nh; g++)
+            t[g] = vfma(vload(OPREG_DTYPE_F32, p + g * PA_CHUNK + v * VW), r, t[g]);
+    }
+#pragma GCC unroll 8
+    for (int64_t g = 0; g < nh; g++)
+        acc[g * d] = t[g];
 }
 
 /* One step of the online softmax over a chunk, vectorised: @p lg holds the
@@ -204,28 +255,26 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
         for (int64_t b = b0; b * bs < t0 + nt; b++) {
             int64_t blk = a->bt[s * a->max_blocks + b], col = (b - b0) * bs;
             int64_t n = l - b * bs < bs ? l - b * bs : bs;
-            if ((b + 1) * bs < l) pa_fetch_block(a, a->bt[s * a->max_blocks + b + 1], kvh);
             const float *kb = pa_keys(a, blk, kvh, buf);
             for (int64_t g = 0; g < nh; g++) {
+                if ((b + 1) * bs < l)
+                    pa_fetch_block(a, a->bt[s * a->max_blocks + b + 1], kvh, g, nh);
                 /* four vectors of tokens at a time, so that four chains
                  * of multiply-adds run side by side */
                 for (int64_t j = 0; j < nvec; j += 4) {
-                    int64_t nj = nvec - j < 4 ? nvec - j : 4;
-                    vf t[4] = { vzero(), vzero(), vzero(), vzero() };
-                    const float *qp[4], *kp = kb + j * VW;
-                    for (int64_t u = 0; u < 4; u++)
-                        qp[u] = sb->qpat + g * sb->qlen + ((j + u) * VW) % w;
-                    for (int64_t c = 0; c < d / x; c++, kp += chunk)
-#pragma GCC unroll 4
-                        for (int64_t u = 0; u < 4; u++)
-                            if (u < nj)
-                                t[u] = vfma(vload(OPREG_DTYPE_F32, kp + u * VW),
-                                            vload(OPREG_DTYPE_F32, qp[u] + c * w), t[u]);
-#pragma GCC unroll 4
-                    for (int64_t u = 0; u < 4; u++)
-                        if (u < nj) vstore(OPREG_DTYPE_F32, lanes + (j + u) * VW, t[u]);
+                    const float *qg = sb->qpat + g * sb->qlen;
+                    if (nvec - j >= 4 && w == VW) /* one query vector for all four */
+                        pa_qk(kb + j * VW, qg, j, d / x, chunk, VW, 4, lanes + j * VW);
+                    else
+                        pa_qk(kb + j * VW, qg, j, d / x, chunk, w, nvec - j, lanes + j * VW);
                 }
-                for (int64_t off = 0; off < n; off++) {
+                /* each token's logit is the sum of its x lanes: VW tokens
+                 * at a time where the block has them, else one by one
+                 * (the tokens past n get logits the softmax drops) */
+                int64_t off = 0;
+                for (; off + VW <= bs; off += VW)
+                    vstore(OPREG_DTYPE_F32, p[g] + col + off, vsum_runs(lanes + off * x, x));
+                for (; off < n; off++) {
                     float dot = 0.0f;
                     for (int64_t e = 0; e < x; e++)
                         dot += lanes[off * x + e];
@@ -250,14 +299,12 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
             }
         }
         for (int64_t i = 0; i < d; i++) {
-            const float *row = vbuf + i * PA_CHUNK;
-            for (int64_t g = 0; g < nh; g++) {
-                vf t = acc[g * d + i];
-                for (int64_t v = 0; v < nv; v++)
-                    t = vfma(vload(OPREG_DTYPE_F32, p[g] + v * VW),
-                             vload(OPREG_DTYPE_F32, row + v * VW), t);
-                acc[g * d + i] = t;
-            }
+            if (nh == 4)
+                pa_pv(acc + i, d, &p[0][0], vbuf + i * PA_CHUNK, 4, nv);
+            else if (nh == 8)
+                pa_pv(acc + i, d, &p[0][0], vbuf + i * PA_CHUNK, 8, nv);
+            else
+                pa_pv(acc + i, d, &p[0][0], vbuf + i * PA_CHUNK, nh, nv);
         }
     }
     for (int64_t g = 0; g < nh; g++)
@@ -267,8 +314,9 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
 }
 
 /* The buffers of a pass of up to @p heads query heads, carved from this
- * thread's scratch; false when there is none. Each part's size is a
- * multiple of a vector, so each starts aligned for one. */
+ * thread's scratch; false when there is none. The accumulators come first,
+ * so their vectors are aligned (the scratch is 64-byte aligned); the float
+ * buffers after them are read with unaligned loads. */
 static bool pa_scratch(const struct opreg__pa_args *a, int64_t heads, struct pa_bufs *sb) {
     int64_t d = a->d, qlen = d * (VW > a->x ? VW / a->x : 1);
     int64_t nacc = heads * d * VW, nq = heads * qlen, nk = d * a->bs, nv = d * PA_CHUNK;

@@ -98,6 +98,29 @@ VI vf vhsum_each(const float *v) {
     vf r = _mm256_add_ps(_mm256_shuffle_ps(q[0], q[1], 0x88), _mm256_shuffle_ps(q[0], q[1], 0xDD));
     return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
+/* Lane t: the sum of v[t * x .. t * x + x), for x = 4, 8 or 16 (a key
+ * block's slices of a token, paged attention's x). A run of 16 is two
+ * vectors, added first; then the vectors at v are added in pairs of
+ * neighbouring lanes, twice, within each 128-bit lane, and for runs of 8
+ * the two 128-bit lanes; x = 4 ends with a permutation that puts run t in
+ * lane t. */
+VI vf vsum_runs(const float *v, int64_t x) {
+    vf a[8];
+    int64_t n = x > VW ? VW : x;
+    for (int64_t i = 0; i < n; i++)
+        a[i] = x > VW ? _mm256_add_ps(_mm256_loadu_ps(v + 2 * i * VW),
+                                      _mm256_loadu_ps(v + (2 * i + 1) * VW))
+                      : _mm256_loadu_ps(v + i * VW);
+    for (int level = 0; level < 2; level++, n /= 2)
+        for (int64_t i = 0; i < n / 2; i++)
+            a[i] = _mm256_add_ps(_mm256_shuffle_ps(a[2 * i], a[2 * i + 1], 0x88),
+                                 _mm256_shuffle_ps(a[2 * i], a[2 * i + 1], 0xDD));
+    /* lane 4 * l + m of a[i]: run l of input vector 4 * i + m */
+    if (n == 2)
+        return _mm256_add_ps(_mm256_permute2f128_ps(a[0], a[1], 0x20),
+                             _mm256_permute2f128_ps(a[0], a[1], 0x31));
+    return _mm256_permutevar8x32_ps(a[0], _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
 VI float vhmax(vf a) {
     __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_max_ps(s, _mm_movehl_ps(s, s));

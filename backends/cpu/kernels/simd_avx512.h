@@ -109,6 +109,33 @@ VI vf vhsum_each(const float *v) {
     return _mm512_permutexvar_ps(
         _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
 }
+/* Lane t: the sum of v[t * x .. t * x + x), for x = 4, 8 or 16 (a key
+ * block's slices of a token, paged attention's x). The x vectors at v are
+ * added in pairs of neighbouring lanes, twice, within each 128-bit lane,
+ * then in pairs of 128-bit lanes until each lane holds a run; a final
+ * permutation puts run t in lane t (x = 16 leaves them there already). */
+VI vf vsum_runs(const float *v, int64_t x) {
+    vf a[16];
+    int64_t n = x;
+    for (int64_t i = 0; i < n; i++)
+        a[i] = _mm512_loadu_ps(v + i * VW);
+    for (int level = 0; level < 2; level++, n /= 2)
+        for (int64_t i = 0; i < n / 2; i++)
+            a[i] = _mm512_add_ps(_mm512_shuffle_ps(a[2 * i], a[2 * i + 1], 0x88),
+                                 _mm512_shuffle_ps(a[2 * i], a[2 * i + 1], 0xDD));
+    /* lane 4 * l + m of a[i]: run l of input vector 4 * i + m */
+    for (; n > 1; n /= 2)
+        for (int64_t i = 0; i < n / 2; i++)
+            a[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x88),
+                                 _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xDD));
+    if (x == 4)
+        return _mm512_permutexvar_ps(
+            _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), a[0]);
+    if (x == 8)
+        return _mm512_permutexvar_ps(
+            _mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15), a[0]);
+    return a[0];
+}
 VI float vhmax(vf a) {
     return _mm512_reduce_max_ps(a);
 }
