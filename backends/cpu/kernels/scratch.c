@@ -4,11 +4,17 @@
  * (opreg_set_parallel_for) may give threads with small stacks (musl's
  * default is 128 KiB); rather than an allocation per call: a call's range
  * functions run many times a call, and a fresh 256 KiB block would be fresh
- * pages every time. */
+ * pages every time.
+ *
+ * The key is never deleted: deleting it when the library is unloaded would
+ * keep the threads still alive then from freeing their scratch at exit
+ * (opreg's own workers are stopped by the library's destructor, and their
+ * scratch must go with them). So a program that unloads the library must
+ * first end the threads of its own that ran opreg's kernels, as it must for
+ * the oneDNN glue's per-thread streams. */
 #include "backends/cpu/kernels/kern_internal.h"
 
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdlib.h>
 
 struct scratch {
@@ -19,7 +25,6 @@ struct scratch {
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t key;
 static int key_status;
-static bool key_ready; /* created, and not yet deleted by scratch_unload */
 
 static void scratch_free(void *p) {
     struct scratch *s = p;
@@ -29,19 +34,6 @@ static void scratch_free(void *p) {
 
 static void key_init(void) {
     key_status = pthread_key_create(&key, scratch_free);
-    key_ready = key_status == 0;
-}
-
-/* Unloading the library: the key goes, so that no thread that outlives the
- * library's code calls scratch_free at its exit. This thread's scratch is
- * freed; other live threads' stay allocated (a few hundred KiB each, once). */
-__attribute__((destructor)) static void scratch_unload(void) {
-    struct scratch *s;
-    if (!key_ready) return;
-    s = pthread_getspecific(key);
-    if (s) scratch_free(s);
-    pthread_key_delete(key);
-    key_ready = false;
 }
 
 void *opreg__cpu_scratch(size_t bytes) {
