@@ -19,6 +19,7 @@ inputs, checked against opreg's results before they are timed).
 """
 
 import argparse
+import itertools
 import json
 import math
 import statistics
@@ -36,6 +37,13 @@ import small_equivalents
 
 EPS = 1e-6
 HIDDEN = 4096
+# A decode step reads each layer's weights once, and the same layer's
+# again only a token later: the linear case cycles through this many
+# weights (256 MiB of bf16 at 4096 x 4096, more than any CPU's last level
+# cache), both sides alike. With one weight called over and over, a 32 MiB
+# L3 keeps a varying part of it between calls, and the case times that
+# cache's replacement more than either kernel (docs/performance.md).
+LAYERS = 8
 
 
 def rms_torch(x, w):
@@ -81,7 +89,9 @@ def cases(tokens):
     x, w, out = rnd(tokens, HIDDEN), rnd(HIDDEN), torch.empty(tokens, HIDDEN, dtype=bf)
     res = rnd(tokens, HIDDEN)
     xg, og = rnd(tokens, 2 * HIDDEN), torch.empty(tokens, HIDDEN, dtype=bf)
-    wl, bl = rnd(HIDDEN, HIDDEN) * 0.02, rnd(HIDDEN)
+    layers = [rnd(HIDDEN, HIDDEN) * 0.02 for _ in range(LAYERS)]
+    layer = itertools.cycle(layers).__next__
+    bl = rnd(HIDDEN)
     q8, scale = torch.empty(tokens, HIDDEN, dtype=torch.int8), torch.tensor([0.05])
     yield "rms_norm", lambda: ops.rms_norm(out, x, w, EPS), lambda: rms_torch(x, w)
     yield ("fused_add_rms_norm", lambda: ops.fused_add_rms_norm(x, res, w, EPS),
@@ -94,7 +104,8 @@ def cases(tokens):
     yield "gelu_quick", lambda: ops.gelu_quick(out, x), lambda: gelu_quick_torch(x)
     yield ("static_scaled_int8_quant", lambda: ops.static_scaled_int8_quant(q8, x, scale),
            lambda: int8_quant_torch(x, 0.05))
-    yield "linear", lambda: ops.linear(x, wl, bl), lambda: F.linear(x, wl, bl)
+    yield ("linear", lambda: ops.linear(x, layer(), bl),
+           lambda: F.linear(x, layer(), bl))
 
 
 def per_call(f, n):
