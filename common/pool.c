@@ -39,6 +39,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "common/pool.h"
 #include "common/internal.h"
+#include "common/thread_keys.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -299,10 +300,13 @@ static void fork_child(void) {
 }
 
 /* When the library is unloaded (or the process exits), its workers must not
- * outlive its code. A loop still running elsewhere keeps them. */
+ * outlive its code, nor may its thread keys (common/thread_keys.h): the
+ * keys go once the workers have exited, which freed their values. A loop
+ * still running elsewhere keeps both. */
 __attribute__((destructor)) static void pool_fini(void) {
     if (!try_own()) return;
     stop_workers();
+    opreg__thread_keys_delete();
     release();
 }
 

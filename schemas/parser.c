@@ -3,6 +3,7 @@
  * unwind with longjmp to opreg_schema_parse(); everything allocated lives in
  * the schema's arena, so a failed parse frees one chain of chunks. */
 #include "schemas/internal.h"
+#include "common/thread_keys.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -660,7 +661,7 @@ static void spare_release(void *unused) {
 }
 
 static void spare_make_key(void) {
-    if (pthread_key_create(&spare_key, spare_release) != 0) spare_key = (pthread_key_t)-1;
+    if (opreg__thread_key_create(&spare_key, spare_release) != 0) spare_key = (pthread_key_t)-1;
 }
 
 static struct opreg__chunk *take_spare(void) {

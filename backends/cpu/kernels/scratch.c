@@ -6,13 +6,13 @@
  * functions run many times a call, and a fresh 256 KiB block would be fresh
  * pages every time.
  *
- * The key is never deleted: deleting it when the library is unloaded would
- * keep the threads still alive then from freeing their scratch at exit
- * (opreg's own workers are stopped by the library's destructor, and their
- * scratch must go with them). So a program that unloads the library must
- * first end the threads of its own that ran opreg's kernels, as it must for
- * the oneDNN glue's per-thread streams. */
+ * The key is one of opreg's thread keys (common/thread_keys.h): deleted
+ * when the library is unloaded, after opreg's workers have exited and
+ * freed their scratch, so that a host thread outliving the library does
+ * not call scratch_free at its exit; after that, no scratch is had (the
+ * kernels then take their portable way). */
 #include "backends/cpu/kernels/kern_internal.h"
+#include "common/thread_keys.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -33,7 +33,7 @@ static void scratch_free(void *p) {
 }
 
 static void key_init(void) {
-    key_status = pthread_key_create(&key, scratch_free);
+    key_status = opreg__thread_key_create(&key, scratch_free);
 }
 
 void *opreg__cpu_scratch(size_t bytes) {

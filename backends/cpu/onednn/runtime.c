@@ -18,6 +18,7 @@
  * that way when called from several threads. */
 #include "backends/cpu/onednn/onednn_internal.h"
 #include "common/pool.h"
+#include "common/thread_keys.h"
 
 #include <oneapi/dnnl/dnnl_debug.h>
 
@@ -89,7 +90,7 @@ static void thread_state_free(void *p) {
  * thread refer to it, and there is no safe moment to destroy it. */
 static void engine_init(void) {
     engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
-    tls_key_status = pthread_key_create(&tls_key, thread_state_free);
+    tls_key_status = opreg__thread_key_create(&tls_key, thread_state_free);
 }
 
 static opreg_status get_engine(void) {
