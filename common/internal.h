@@ -1,11 +1,14 @@
-/* Helpers shared by every layer of the library: error reporting, logging and
- * an unaligned word load. Not installed; names carry the opreg__ prefix. */
+/* Helpers shared by every layer of the library: error reporting, logging, a
+ * reusable aligned buffer and an unaligned word load. Not installed; names
+ * carry the opreg__ prefix. */
 #ifndef OPREG_COMMON_INTERNAL_H
 #define OPREG_COMMON_INTERNAL_H
 
 #include "opreg/common.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -53,6 +56,19 @@ void opreg__log(opreg_log_level level, const char *fmt, ...) OPREG__PRINTF(2, 3)
         opreg_status opreg__st = (expr);                                                           \
         if (opreg__st != OPREG_OK) return opreg__st;                                               \
     } while (0)
+
+/* A 64-byte-aligned buffer reused call after call (the per-thread scratch
+ * of the CPU kernels and of the oneDNN glue); zeroed is empty. */
+struct opreg__buffer {
+    void *p;
+    size_t cap; /* bytes at p, whole pages */
+};
+
+/* Makes @p b hold at least @p bytes, in whole pages: its old contents are
+ * not kept. false without memory (or for a size past SIZE_MAX's last
+ * page), @p b then as it was. Its memory is the caller's, freed with
+ * free(b->p). */
+bool opreg__buffer_reserve(struct opreg__buffer *b, size_t bytes);
 
 /* Eight bytes at s as one word, in memory order (s must have 8 readable
  * bytes; any alignment). For the schema lexer's reserved words and the

@@ -12,22 +12,18 @@
  * not call scratch_free at its exit; after that, no scratch is had (the
  * kernels then take their portable way). */
 #include "backends/cpu/kernels/kern_internal.h"
+#include "common/internal.h"
 #include "common/thread_keys.h"
 
 #include <pthread.h>
 #include <stdlib.h>
-
-struct scratch {
-    void *p;
-    size_t cap;
-};
 
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t key;
 static int key_status;
 
 static void scratch_free(void *p) {
-    struct scratch *s = p;
+    struct opreg__buffer *s = p;
     free(s->p);
     free(s);
 }
@@ -37,7 +33,7 @@ static void key_init(void) {
 }
 
 void *opreg__cpu_scratch(size_t bytes) {
-    struct scratch *s;
+    struct opreg__buffer *s;
     pthread_once(&key_once, key_init);
     if (key_status != 0) return NULL;
     s = pthread_getspecific(key);
@@ -49,14 +45,5 @@ void *opreg__cpu_scratch(size_t bytes) {
             return NULL;
         }
     }
-    if (s->cap < bytes) {
-        /* whole pages, and never less than asked for (no wrap past SIZE_MAX) */
-        size_t cap = (bytes + 4095u) & ~(size_t)4095u;
-        void *p = cap < bytes ? NULL : aligned_alloc(64, cap);
-        if (!p) return NULL;
-        free(s->p);
-        s->p = p;
-        s->cap = cap;
-    }
-    return s->p;
+    return opreg__buffer_reserve(s, bytes) ? s->p : NULL;
 }

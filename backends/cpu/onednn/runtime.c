@@ -48,16 +48,10 @@ struct opreg__mm_prim {
     uint64_t stamp; /* last use, for LRU */
 };
 
-/* A growable 64-byte aligned buffer, reused call after call. */
-struct buffer {
-    void *p;
-    size_t cap;
-};
-
 struct thread_state {
     dnnl_stream_t stream;
-    struct buffer scratch; /* opreg's conversions (opreg__onednn_scratch) */
-    struct buffer dnnl;    /* oneDNN's scratchpad during an execution */
+    struct opreg__buffer scratch; /* opreg's conversions (opreg__onednn_scratch) */
+    struct opreg__buffer dnnl;    /* oneDNN's scratchpad during an execution */
 };
 
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
@@ -124,18 +118,10 @@ static opreg_status thread_state(struct thread_state **out) {
     return OPREG_OK;
 }
 
-static opreg_status buffer_reserve(struct buffer *b, size_t bytes, const char *what) {
-    if (b->cap < bytes) {
-        size_t cap = (bytes + 4095u) & ~(size_t)4095u;
-        void *p = cap < bytes ? NULL : aligned_alloc(64, cap);
-        if (!p)
-            return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "oneDNN: no memory for %zu bytes of %s",
-                               bytes, what);
-        free(b->p);
-        b->p = p;
-        b->cap = cap;
-    }
-    return OPREG_OK;
+static opreg_status buffer_reserve(struct opreg__buffer *b, size_t bytes, const char *what) {
+    if (opreg__buffer_reserve(b, bytes)) return OPREG_OK;
+    return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "oneDNN: no memory for %zu bytes of %s", bytes,
+                       what);
 }
 
 opreg_status opreg__onednn_scratch(size_t bytes, void **out) {
