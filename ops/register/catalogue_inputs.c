@@ -50,22 +50,53 @@ static DLTensor *rnd_tokens(opreg_gen *b, opreg_dtype dt, int64_t t, int64_t h, 
     return x;
 }
 
-/* The first @p k of a random permutation of 0..n-1, into an index tensor. */
+/* A permutation of 0..n-1 that starts as the identity and keeps only the
+ * entries moved so far, in an open-addressed table of (index, value):
+ * k steps of a Fisher-Yates shuffle move at most 2k entries, so memory
+ * follows k, not n (2^31 - 1 experts with two ids per token). */
+typedef struct moved_entries {
+    int64_t *index, *value; /* index -1: free */
+    size_t mask;
+} moved_entries;
+
+/* The entry for @p i, added with value i on first use. The table has room
+ * for twice the entries it is given, so the walk ends. */
+static int64_t *moved_at(moved_entries *m, int64_t i) {
+    size_t h = (size_t)(((uint64_t)i * 0x9e3779b97f4a7c15u) >> 32) & m->mask;
+    while (m->index[h] != i && m->index[h] != -1)
+        h = (h + 1) & m->mask;
+    if (m->index[h] == -1) {
+        m->index[h] = i;
+        m->value[h] = i;
+    }
+    return &m->value[h];
+}
+
+/* The first @p k of a random permutation of 0..n-1 (k distinct values),
+ * into the index tensor's elements add, add + stride, ... */
 static void distinct(opreg_gen *b, DLTensor *t, int64_t stride, int64_t k, int64_t n, int64_t add) {
-    int64_t *perm = malloc((size_t)n * sizeof *perm);
-    if (!perm) {
+    int64_t steps = k < n ? k : n;
+    size_t room = 16;
+    while (room < 4 * (size_t)steps)
+        room *= 2;
+    moved_entries m = { malloc(room * sizeof(int64_t)), malloc(room * sizeof(int64_t)), room - 1 };
+    if (!m.index || !m.value) {
+        free(m.index);
+        free(m.value);
         opreg_gen_fail(b, "out of memory");
         return;
     }
-    for (int64_t i = 0; i < n; i++)
-        perm[i] = i;
-    for (int64_t i = 0; i < k && i < n; i++) {
-        int64_t j = i + opreg_gen_below(b, n - i), s = perm[i];
-        perm[i] = perm[j];
-        perm[j] = s;
-        opreg_gen_set(t, i * stride + add, (double)perm[i]);
+    for (size_t h = 0; h < room; h++)
+        m.index[h] = -1;
+    for (int64_t i = 0; i < steps; i++) {
+        int64_t j = i + opreg_gen_below(b, n - i);
+        int64_t *at_i = moved_at(&m, i), *at_j = moved_at(&m, j), s = *at_i;
+        *at_i = *at_j;
+        *at_j = s;
+        opreg_gen_set(t, i * stride + add, (double)*at_i);
     }
-    free(perm);
+    free(m.index);
+    free(m.value);
 }
 
 static void build_rms_norm(opreg_gen *b) {

@@ -74,7 +74,9 @@ static const op_case cases[] = {
     { "dynamic_scaled_int8_quant", { NORM } },
     { "moe_align_block_size",
       { "tokens=0,topk=1,experts=3,block_size=2", "tokens=1,topk=1,experts=1,block_size=1",
-        "tokens=37,topk=3,experts=7,block_size=5", "tokens=300,topk=2,experts=64,block_size=16" } },
+        "tokens=37,topk=3,experts=7,block_size=5", "tokens=300,topk=2,experts=64,block_size=16",
+        /* far more experts than ids: the inputs' memory follows the ids too */
+        "tokens=37,topk=3,experts=2147483647,block_size=1" } },
     { "topk_softmax",
       { "tokens=0,experts=4,topk=2", "tokens=1,experts=1,topk=1", "tokens=9,experts=7,topk=3",
         "tokens=130,experts=64,topk=8" } },
