@@ -33,6 +33,16 @@ opreg_status opreg__cuda_scratch_free(void *ptr, void *stream, const char *op) {
                               "cudaFreeAsync (scratch)");
 }
 
+opreg_status opreg__cuda_read_back(void *dst, const void *src, size_t bytes, void *stream,
+                                   const char *op) {
+    if (bytes == 0) return OPREG_OK;
+    OPREG__TRY(opreg__cuda_status(
+        (int)cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)stream), op,
+        "cudaMemcpyAsync (to the host)"));
+    return opreg__cuda_status((int)cudaStreamSynchronize((cudaStream_t)stream), op,
+                              "cudaStreamSynchronize");
+}
+
 opreg_status opreg__cuda_enter(int device, int *prev, const char *op) {
     OPREG__TRY(opreg__cuda_status((int)cudaGetDevice(prev), op, "cudaGetDevice"));
     if (*prev == device) return OPREG_OK;

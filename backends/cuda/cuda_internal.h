@@ -39,6 +39,11 @@ opreg_status opreg__cuda_bad_dtype(const char *op, int dt);
 opreg_status opreg__cuda_scratch(void **out, size_t bytes, void *stream, const char *op);
 opreg_status opreg__cuda_scratch_free(void *ptr, void *stream, const char *op);
 
+/* @p bytes of device memory at @p src into the host's @p dst, on @p stream,
+ * waited for: the kernels queued before it have run when it returns. */
+opreg_status opreg__cuda_read_back(void *dst, const void *src, size_t bytes, void *stream,
+                                   const char *op);
+
 /* Make @p device current; *prev receives the device that was (restore it
  * with opreg__cuda_leave). */
 opreg_status opreg__cuda_enter(int device, int *prev, const char *op);
@@ -123,6 +128,14 @@ opreg_status opreg__cuda_moe_align_block_size(const void *topk_ids, int id_dt, i
                                               int64_t num_experts, int64_t block_size,
                                               int32_t *sorted, int32_t *experts, int32_t *post_pad,
                                               void *stream);
+/* The same over ids already renamed on the host to their ranks among the
+ * @p rows experts present: @p host holds the @p n ranks, then the @p rows
+ * experts in ascending order (int32 each). They are copied to the device,
+ * the kernel runs over the ranks, and experts gets the blocks' experts by
+ * their names. Waits for the stream, so @p host may be freed on return. */
+opreg_status opreg__cuda_moe_align_ranked(const int32_t *host, int64_t n, int64_t rows,
+                                          int64_t block_size, int32_t *sorted, int32_t *experts,
+                                          int32_t *post_pad, void *stream);
 opreg_status opreg__cuda_topk_softmax(float *weights, int32_t *indices, int32_t *token_expert,
                                       const void *gating, int64_t tokens, int64_t experts,
                                       int64_t k, int dt, void *stream);

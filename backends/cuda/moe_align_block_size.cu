@@ -11,7 +11,11 @@
  *      expert's start + its own running offset.
  * Padding entries of sorted_token_ids are left as they are, as the
  * reference leaves them. Ids outside 0..num_experts-1 are skipped (the host
- * cannot read them to refuse them; docs/cuda.md). */
+ * cannot read them to refuse them; docs/cuda.md).
+ * With far more experts than ids the table would follow num_experts, so
+ * the registration (register.c, moe_align_sparse) ranks the ids on the host
+ * and opreg__cuda_moe_align_ranked runs this kernel over the experts present,
+ * naming the blocks' experts back after. */
 #include "backends/cuda/common.cuh"
 
 namespace {
@@ -78,7 +82,46 @@ opreg_status launch(const void *ids, int64_t n, int64_t experts, int64_t bs, int
     return st != OPREG_OK ? st : freed;
 }
 
+/* The blocks' experts are ranks among the experts present: their names
+ * back from present. At most n blocks (an expert present has an id). */
+__global__ void moe_name_back_kernel(int32_t *expert_ids, const int32_t *post_pad, int64_t bs,
+                                     const int32_t *present) {
+    const int64_t blocks = *post_pad / bs;
+    for (int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; b < blocks;
+         b += (int64_t)gridDim.x * blockDim.x)
+        expert_ids[b] = present[expert_ids[b]];
+}
+
 } // namespace
+
+extern "C" opreg_status opreg__cuda_moe_align_ranked(const int32_t *host, int64_t n, int64_t rows,
+                                                     int64_t block_size, int32_t *sorted,
+                                                     int32_t *experts, int32_t *post_pad,
+                                                     void *stream) {
+    const char *op = "_C::moe_align_block_size";
+    cudaStream_t s = (cudaStream_t)stream;
+    size_t bytes = (size_t)(n + rows) * sizeof(int32_t);
+    int64_t grid = (n + 255) / 256;
+    void *dev;
+    if (grid < 1) grid = 1;
+    if (grid > 1024) grid = 1024;
+    OPREG__TRY(opreg__cuda_scratch(&dev, bytes, stream, op));
+    opreg_status st =
+        opreg__cuda_status((int)cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s), op,
+                           "cudaMemcpyAsync (to the device)");
+    if (st == OPREG_OK)
+        st = launch<int32_t>(dev, n, rows, block_size, sorted, experts, post_pad, stream);
+    if (st == OPREG_OK) {
+        moe_name_back_kernel<<<(unsigned)grid, 256, 0, s>>>(experts, post_pad, block_size,
+                                                            (const int32_t *)dev + n);
+        st = opreg__cuda_launched(op, "moe_name_back_kernel");
+    }
+    opreg_status freed = opreg__cuda_scratch_free(dev, stream, op);
+    if (st == OPREG_OK) st = freed;
+    if (st == OPREG_OK)
+        st = opreg__cuda_status((int)cudaStreamSynchronize(s), op, "cudaStreamSynchronize");
+    return st;
+}
 
 extern "C" opreg_status opreg__cuda_moe_align_block_size(const void *topk_ids, int id_dt, int64_t n,
                                                          int64_t num_experts, int64_t block_size,

@@ -9,13 +9,17 @@
  * device, so their values cannot be checked on the host before the launch
  * without a synchronisation; the kernels skip out-of-range indices instead
  * of reading or writing outside a tensor (docs/cuda.md). swap_blocks takes
- * its mapping on the host and checks it like the CPU does. */
+ * its mapping on the host and checks it like the CPU does; moe_align_block_size
+ * with far more experts than ids reads its ids back and checks them
+ * (moe_align_sparse below). */
 #include "backends/cuda/cuda_internal.h"
 #include "ops/check/check.h"
 #include "ops/ops_internal.h"
 #include "catalogue_args.h"
+#include "ops/ref/ref.h"
 #include "ops/register/catalogue.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define TS OPREG__ARG_T
@@ -320,8 +324,58 @@ static opreg_status launch_dynamic_scaled_int8_quant(const opreg_value *args, vo
 
 /* ---- MoE ---- */
 
+/* Far more experts than ids (opreg__moe_align_dense says where): the
+ * kernel's table has an entry an expert, so it would follow num_experts
+ * rather than the ids (2^31 - 1 experts with block_size 1 is legal and asks
+ * for 24 GiB and 2^31 steps of one thread). As the reference does, the ids
+ * are renamed to their ranks among the experts present: read back to the
+ * host (the one place this op waits for the stream), checked (the host has
+ * them, so out-of-range ids are refused here, not skipped), ranked, and the
+ * kernel runs over the ranks; opreg__cuda_moe_align_ranked names the blocks'
+ * experts back. Memory and time follow the ids. */
+static opreg_status moe_align_sparse(const opreg_tensor *ids, int64_t num_experts,
+                                     int64_t block_size, int32_t *sorted, int32_t *experts,
+                                     int32_t *post_pad, void *stream) {
+    const char *op = "_C::moe_align_block_size";
+    int dt = opreg__dtype_of(ids);
+    int64_t n = opreg__numel(ids), rows;
+    size_t bytes = (size_t)n * opreg_dtype_size((opreg_dtype)dt);
+    void *host = malloc(bytes + 1); /* + 1: n may be 0 */
+    int64_t *present = malloc(((size_t)n + 1) * sizeof *present);
+    int64_t *ranks = malloc(((size_t)n + 1) * sizeof *ranks);
+    int32_t *packed = malloc(((size_t)n * 2 + 1) * sizeof *packed);
+    opreg_status st = OPREG_OK;
+    if (!host || !present || !ranks || !packed)
+        st = opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    if (st == OPREG_OK) st = opreg__cuda_read_back(host, opreg__ptr(ids), bytes, stream, op);
+    if (st == OPREG_OK) {
+        opreg_tensor view = *ids;
+        view.data = host;
+        view.byte_offset = 0;
+        st = opreg__check_moe_align_block_size_data(&view, num_experts);
+    }
+    if (st == OPREG_OK) {
+        rows = opreg__moe_rank_ids(host, dt, n, present, ranks);
+        if (rows == 0) present[rows++] = 0; /* no ids: one expert that none names */
+        for (int64_t i = 0; i < n; i++)
+            packed[i] = (int32_t)ranks[i];
+        for (int64_t r = 0; r < rows; r++)
+            packed[n + r] = (int32_t)present[r];
+        st = opreg__cuda_moe_align_ranked(packed, n, rows, block_size, sorted, experts, post_pad,
+                                          stream);
+    }
+    free(host);
+    free(present);
+    free(ranks);
+    free(packed);
+    return st;
+}
+
 static opreg_status launch_moe_align_block_size(const opreg_value *args, void *stream) {
     const opreg_tensor *ids = TS(0);
+    if (!opreg__moe_align_dense(opreg__numel(ids), IV(1)))
+        return moe_align_sparse(ids, IV(1), IV(2), opreg__ptr(TS(3)), opreg__ptr(TS(4)),
+                                opreg__ptr(TS(5)), stream);
     return opreg__cuda_moe_align_block_size(opreg__ptr(ids), opreg__dtype_of(ids),
                                             opreg__numel(ids), IV(1), IV(2), opreg__ptr(TS(3)),
                                             opreg__ptr(TS(4)), opreg__ptr(TS(5)), stream);

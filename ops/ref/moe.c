@@ -57,6 +57,22 @@ static int64_t moe_rank(const int64_t *present, int64_t rows, int64_t e) {
     return lo;
 }
 
+int opreg__moe_align_dense(int64_t n, int64_t num_experts) {
+    return num_experts <= 2 * n + MOE_DENSE_SLACK;
+}
+
+int64_t opreg__moe_rank_ids(const void *ids, int dt, int64_t n, int64_t *present, int64_t *ranks) {
+    int64_t rows = 0;
+    for (int64_t i = 0; i < n; i++)
+        present[i] = opreg__ld_index(ids, dt, i);
+    qsort(present, (size_t)n, sizeof *present, cmp_i64);
+    for (int64_t i = 0; i < n; i++)
+        if (i == 0 || present[i] != present[rows - 1]) present[rows++] = present[i];
+    for (int64_t i = 0; i < n; i++)
+        ranks[i] = moe_rank(present, rows, opreg__ld_index(ids, dt, i));
+    return rows;
+}
+
 opreg_status opreg__ref_moe_align_block_size(const opreg_tensor *topk_ids, int64_t num_experts,
                                              int64_t block_size,
                                              const opreg_tensor *sorted_token_ids,
@@ -69,7 +85,7 @@ opreg_status opreg__ref_moe_align_block_size(const opreg_tensor *topk_ids, int64
     int32_t *sorted = opreg__ptr(sorted_token_ids), *experts = opreg__ptr(experts_ids);
     int32_t *post_pad = opreg__ptr(num_tokens_post_pad);
     /* the checks hold every id below num_experts */
-    if (num_experts <= 2 * n + MOE_DENSE_SLACK)
+    if (opreg__moe_align_dense(n, num_experts))
         return moe_align_dense(ids, dt, n, num_experts, block_size, sorted, experts, post_pad);
     present = malloc(((size_t)n + 1) * sizeof *present); /* + 1: n may be 0 */
     ranks = malloc(((size_t)n + 1) * sizeof *ranks);
@@ -78,14 +94,7 @@ opreg_status opreg__ref_moe_align_block_size(const opreg_tensor *topk_ids, int64
         free(ranks);
         return opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
     }
-    for (int64_t i = 0; i < n; i++)
-        present[i] = opreg__ld_index(ids, dt, i);
-    qsort(present, (size_t)n, sizeof *present, cmp_i64);
-    rows = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (i == 0 || present[i] != present[rows - 1]) present[rows++] = present[i];
-    for (int64_t i = 0; i < n; i++)
-        ranks[i] = moe_rank(present, rows, opreg__ld_index(ids, dt, i));
+    rows = opreg__moe_rank_ids(ids, dt, n, present, ranks);
     opreg_status st =
         moe_align_dense(ranks, OPREG_DTYPE_I64, n, rows, block_size, sorted, experts, post_pad);
     for (int64_t b = 0; st == OPREG_OK && b < *post_pad / block_size; b++)

@@ -58,6 +58,16 @@ opreg_status opreg__ref_dynamic_scaled_int8_quant(const opreg_tensor *out,
                                                   const opreg_tensor *input,
                                                   const opreg_tensor *scale);
 
+/* moe_align_block_size's two regimes, shared with the CUDA kernel: whether
+ * @p num_experts is few enough beside @p n ids for a table of counts with
+ * one entry an expert (ops/ref/moe.c says where the line is), and, where it
+ * is not, the renaming of the ids (dtype @p dt, in host memory) to their
+ * ranks among the experts present. @p present and @p ranks are the
+ * caller's, @p n entries each: @p present receives the distinct experts in
+ * ascending order, @p ranks each id's place among them. Returns how many
+ * experts are present. */
+int opreg__moe_align_dense(int64_t n, int64_t num_experts);
+int64_t opreg__moe_rank_ids(const void *ids, int dt, int64_t n, int64_t *present, int64_t *ranks);
 opreg_status opreg__ref_moe_align_block_size(const opreg_tensor *topk_ids, int64_t num_experts,
                                              int64_t block_size,
                                              const opreg_tensor *sorted_token_ids,

@@ -49,7 +49,11 @@ static const struct {
     { "dynamic_scaled_fp8_quant", { "tokens=3,hidden=1001", NULL } },
     { "static_scaled_int8_quant", { "tokens=3,hidden=1001", NULL } },
     { "dynamic_scaled_int8_quant", { "tokens=3,hidden=1001", "tokens=1,hidden=8192", NULL } },
-    { "moe_align_block_size", { "tokens=37,topk=3,experts=67,block_size=8", NULL } },
+    { "moe_align_block_size",
+      { "tokens=37,topk=3,experts=67,block_size=8",
+        /* past the dense line: ranked on the host first */
+        "tokens=37,topk=3,experts=2147483647,block_size=1",
+        "tokens=5,topk=2,experts=1000000,block_size=4", NULL } },
     { "topk_softmax", { "tokens=33,experts=67,topk=5", NULL } },
     { "paged_attention_v1",
       { "seqs=3,heads=4,kv_heads=2,head_size=64,max_seq_len=100,block_size=16,alibi=1",
