@@ -14,27 +14,33 @@
  *   shuffles (vsum_runs).
  * - The softmax step is taken once a chunk, its exponentials VW at a time
  *   (pa_softmax_chunk).
- * - The chunk's value blocks ([head_size][block_size] each) are widened
- *   side by side into one [head_size][PA_CHUNK] buffer; per head dim i the
- *   chunk's probabilities are multiplied with row i. The products' lanes
- *   are not summed per chunk: each head dim keeps a vector accumulator
- *   (rescaled with the running maximum like the sum), reduced across its
- *   lanes once at the end, and read and written once a chunk rather than
- *   once a block (at 4 query heads of 128 they are 32 KiB, an L1's worth
- *   on Zen 4).
+ * - The chunk's values ([head_size][block_size] a block) are read where
+ *   they lie, widened in registers: per head dim i the chunk's
+ *   probabilities are multiplied with row i of each of its blocks, a
+ *   vector at a time (pa_pv). Where a vector would span two blocks
+ *   (blocks narrower than a vector) or the cache holds fp8 codes (widened
+ *   through a table), the blocks are widened side by side into one
+ *   [head_size][PA_CHUNK] buffer first, and pa_pv reads that. The
+ *   products' lanes are not summed per chunk: each head dim keeps a
+ *   vector accumulator (rescaled with the running maximum like the sum),
+ *   reduced across its lanes once at the end, and read and written once a
+ *   chunk rather than once a block (at 4 query heads of 128 they are 32
+ *   KiB, an L1's worth on Zen 4).
  * - The next block's lines are fetched into L1 while a block is worked
  *   on: the block table scatters a sequence's blocks, so the hardware's
  *   prefetcher cannot follow them.
  *
  * Key blocks in bf16, f16 or fp8 are widened to f32 once per block and
  * shared by the query heads of the pass; an f32 key block is read in
- * place. Value columns past the sequence's end are zeroed (a stale NaN
- * there would otherwise poison 0 * NaN).
+ * place. Value columns past the sequence's end are zeroed, by a masked
+ * load or in the buffer (a stale NaN there would otherwise poison
+ * 0 * NaN).
  *
- * The accumulators, the query patterns and the widened keys and values
- * live in the thread's scratch (opreg__cpu_scratch), not on its stack: at
- * head_size 256 and a pass of 8 heads they come to 260 KiB (AVX-512), more
- * than a small-stacked thread has. Without scratch, the portable kernel
+ * The accumulators, the query patterns and the widened keys (and values,
+ * where they are widened) live in the thread's scratch
+ * (opreg__cpu_scratch), not on its stack: at head_size 256 and a pass of
+ * 8 heads they come to up to 260 KiB (AVX-512), more than a small-stacked
+ * thread has. Without scratch, the portable kernel
  * runs instead (about 50 KiB of stack). */
 #ifndef OPREG_CPU_ATTENTION_SIMD_H
 #define OPREG_CPU_ATTENTION_SIMD_H
@@ -163,24 +169,53 @@ AI void pa_qk(const float *kp, const float *qp, int64_t j, int64_t nc, int64_t c
 
 /* The accumulators of one head dim for @p nh heads (@p acc, @p d vectors
  * apart) plus the products of each head's probabilities (@p p, PA_CHUNK
- * floats a head) with the dim's row of the chunk's values @p row, @p nv
- * vectors: the heads' chains side by side, each value vector loaded once
- * for all of them. Inlined with nh constant for the common groups of
- * query heads (4 and 8). */
-AI void pa_pv(vf *acc, int64_t d, const float *p, const float *row, int64_t nh, int64_t nv) {
+ * floats a head) with the dim's row of the chunk's values: the heads'
+ * chains side by side, each value vector loaded once for all of them.
+ * The values are of dtype @p dt (f32, bf16 or f16), widened in registers:
+ * vector v of the row starts @p off elements past @p rows[v], in the cache
+ * where they are read in place, else in the buffer they were widened
+ * into. The first @p full vectors are whole; a last one of @p tail tokens
+ * (tail < VW) is loaded with the lanes past them zeroed, since a stale NaN
+ * past the sequence's end would poison 0 * NaN. Inlined with dt and nh
+ * constant. */
+AI void pa_pv(int dt, vf *acc, int64_t d, const float *p, const void *const *rows, int64_t off,
+              int64_t nh, int64_t full, int64_t tail) {
     vf t[OPREG__CPU_PA_HEADS];
 #pragma GCC unroll 8
     for (int64_t g = 0; g < OPREG__CPU_PA_HEADS; g++)
         t[g] = g < nh ? acc[g * d] : vzero();
-    for (int64_t v = 0; v < nv; v++) {
-        vf r = vload(OPREG_DTYPE_F32, row + v * VW);
+    for (int64_t v = 0; v < full; v++) {
+        vf r = vload(dt, opreg__cpu_at(dt, rows[v], off));
 #pragma GCC unroll 8
         for (int64_t g = 0; g < nh; g++)
             t[g] = vfma(vload(OPREG_DTYPE_F32, p + g * PA_CHUNK + v * VW), r, t[g]);
     }
+    if (tail > 0) {
+        vf r = vload_n(dt, opreg__cpu_at(dt, rows[full], off), tail);
+#pragma GCC unroll 8
+        for (int64_t g = 0; g < nh; g++)
+            t[g] = vfma(vload(OPREG_DTYPE_F32, p + g * PA_CHUNK + full * VW), r, t[g]);
+    }
 #pragma GCC unroll 8
     for (int64_t g = 0; g < nh; g++)
         acc[g * d] = t[g];
+}
+
+/* Every head dim's pa_pv for a chunk of @p nt tokens whose value vectors
+ * start at @p rows, the rows of successive head dims @p ld elements
+ * apart; inlined with dt constant, nh constant for the common groups of
+ * query heads (4 and 8). */
+AI void pa_pv_dims(int dt, vf *acc, int64_t d, int64_t ld, const float *p, const void *const *rows,
+                   int64_t nh, int64_t nt) {
+    int64_t full = nt / VW, tail = nt % VW;
+    for (int64_t i = 0; i < d; i++) {
+        if (nh == 4)
+            pa_pv(dt, acc + i, d, p, rows, i * ld, 4, full, tail);
+        else if (nh == 8)
+            pa_pv(dt, acc + i, d, p, rows, i * ld, 8, full, tail);
+        else
+            pa_pv(dt, acc + i, d, p, rows, i * ld, nh, full, tail);
+    }
 }
 
 /* One step of the online softmax over a chunk, vectorised: @p lg holds the
@@ -215,6 +250,13 @@ AI void pa_softmax_chunk(float *lg, int64_t n, int64_t nv, float scale, float sl
     *sum += vhsum(vs);
 }
 
+/* Whether a chunk's values can be read where they lie: cache elements
+ * (not fp8 codes) and blocks of whole vectors, so that no vector of a
+ * chunk's tokens spans two blocks. */
+static bool pa_values_direct(const struct opreg__pa_args *a) {
+    return a->kind == 0 && a->bs % VW == 0;
+}
+
 /* Query heads h0..h0+nh-1 of sequence @p s, on KV head @p kvh. The blocks
  * are taken PA_CHUNK tokens at a time: the logits of a chunk's blocks
  * first, then one softmax step over the chunk, then its values, so that
@@ -227,6 +269,13 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
     int64_t w = VW > x ? VW : x, chunk = bs * x, nvec = chunk / VW;
     int64_t cb = PA_CHUNK / bs, ct = cb * bs; /* blocks and tokens a chunk */
     float *buf = sb->keys, *vbuf = sb->vals;
+    /* Values are read in place where every vector of a chunk's tokens lies
+     * in one block; else (fp8 codes, blocks narrower than a vector) each
+     * block is widened into vbuf first. */
+    bool direct = pa_values_direct(a);
+    const void *vrows[PA_CHUNK / VW];
+    for (int64_t v = 0; !direct && v < PA_CHUNK / VW; v++)
+        vrows[v] = vbuf + v * VW;
     /* Per head dim, the products summed lane by lane (a lane: the tokens at
      * one offset modulo VW); reduced across lanes once, at the end. */
     vf *acc = sb->acc;
@@ -281,10 +330,15 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
                     p[g][col + off] = dot;
                 }
             }
-            pa_values_into(a, blk, kvh, n, vbuf, PA_CHUNK, col);
+            if (direct)
+                for (int64_t off = 0; off < bs; off += VW)
+                    vrows[(col + off) / VW] =
+                        opreg__cpu_at(a->dt, a->vc, blk * a->vblk + kvh * d * bs + off);
+            else
+                pa_values_into(a, blk, kvh, n, vbuf, PA_CHUNK, col);
         }
         /* the columns past the chunk's tokens, up to a whole vector */
-        for (int64_t i = 0; i < d; i++)
+        for (int64_t i = 0; !direct && i < d; i++)
             for (int64_t off = nt; off < nv * VW; off++)
                 vbuf[i * PA_CHUNK + off] = 0.0f;
         for (int64_t g = 0; g < nh; g++) {
@@ -298,14 +352,14 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
                     acc[g * d + i] = vmul(acc[g * d + i], r);
             }
         }
-        for (int64_t i = 0; i < d; i++) {
-            if (nh == 4)
-                pa_pv(acc + i, d, &p[0][0], vbuf + i * PA_CHUNK, 4, nv);
-            else if (nh == 8)
-                pa_pv(acc + i, d, &p[0][0], vbuf + i * PA_CHUNK, 8, nv);
-            else
-                pa_pv(acc + i, d, &p[0][0], vbuf + i * PA_CHUNK, nh, nv);
-        }
+        if (direct && a->dt == OPREG_DTYPE_BF16)
+            pa_pv_dims(OPREG_DTYPE_BF16, acc, d, bs, &p[0][0], vrows, nh, nt);
+        else if (direct && a->dt == OPREG_DTYPE_F16)
+            pa_pv_dims(OPREG_DTYPE_F16, acc, d, bs, &p[0][0], vrows, nh, nt);
+        else if (direct)
+            pa_pv_dims(OPREG_DTYPE_F32, acc, d, bs, &p[0][0], vrows, nh, nt);
+        else /* whole vectors: the buffer's columns past nt are zeros */
+            pa_pv_dims(OPREG_DTYPE_F32, acc, d, PA_CHUNK, &p[0][0], vrows, nh, nv * VW);
     }
     for (int64_t g = 0; g < nh; g++)
         for (int64_t i = 0; i < d; i++)
@@ -319,7 +373,8 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
  * buffers after them are read with unaligned loads. */
 static bool pa_scratch(const struct opreg__pa_args *a, int64_t heads, struct pa_bufs *sb) {
     int64_t d = a->d, qlen = d * (VW > a->x ? VW / a->x : 1);
-    int64_t nacc = heads * d * VW, nq = heads * qlen, nk = d * a->bs, nv = d * PA_CHUNK;
+    int64_t nacc = heads * d * VW, nq = heads * qlen, nk = d * a->bs;
+    int64_t nv = pa_values_direct(a) ? 0 : d * PA_CHUNK;
     float *base = opreg__cpu_scratch((size_t)(nacc + nq + nk + nv) * sizeof(float));
     if (!base) return false;
     sb->acc = (vf *)base;

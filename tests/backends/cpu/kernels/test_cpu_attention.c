@@ -6,7 +6,8 @@
  * block size vLLM uses, with partial last blocks and chunks, empty
  * sequences, grouped-query heads beyond one pass (8), ALiBi, and fp8
  * caches; block and chunk sizes that do not fill a vector take the
- * portable kernel, which is checked the same way. */
+ * portable kernel, which is checked the same way. The cache slots past a
+ * sequence's end hold NaN. */
 #include "kern_test.h"
 
 struct pa_shape {
@@ -72,6 +73,22 @@ static bool one_case(int isa, int dt, int kind, const struct pa_shape *sh) {
         for (int64_t b = 0; b * bs < lens[s]; b++)
             bt[s * max_blocks + b] = next--;
     }
+    /* the slots of a last block past its sequence's end hold NaN, keys and
+     * values: no kernel may let them into a result (0 * NaN is NaN) */
+    for (int s = 0; s < nseq; s++)
+        for (int64_t t = lens[s]; t % bs != 0; t++)
+            for (int64_t kvh = 0; kvh < hkv; kvh++)
+                for (int64_t i = 0; i < d; i++) {
+                    int64_t base = bt[s * max_blocks + t / bs] * blk_stride + kvh * d * bs;
+                    int64_t ki = base + (i / x) * bs * x + (t % bs) * x + i % x;
+                    int64_t vi = base + i * bs + t % bs;
+                    if (kind) {
+                        kc[ki] = vc[vi] = 0x7f; /* NaN in e4m3fn and e5m2 */
+                    } else {
+                        kt_st(dt, kc, ki, NAN);
+                        kt_st(dt, vc, vi, NAN);
+                    }
+                }
     for (int64_t h = 0; h < hq; h++)
         slopes[h] = -0.25f * (float)(h + 1);
     for (int s = 0; s < nseq; s++)
