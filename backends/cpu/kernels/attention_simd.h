@@ -390,9 +390,12 @@ static void attention_range(const void *args, int64_t r0, int64_t r1) {
     int64_t group = a->hq / a->hkv;
     int64_t heads = group < OPREG__CPU_PA_HEADS ? group : OPREG__CPU_PA_HEADS;
     struct pa_bufs sb;
-    /* A key chunk must fill whole vectors, and the buffers must exist;
-     * otherwise the portable kernel. */
-    if ((a->bs * a->x) % VW != 0 || !pa_scratch(a, heads, &sb)) {
+    /* A key chunk must fill whole vectors, a token's slices must be runs
+     * that vsum_runs adds (x of 4, 8 or 16: 16 bytes of f32, bf16/f16 or
+     * fp8, vLLM's layouts), and the buffers must exist; otherwise the
+     * portable kernel. */
+    if ((a->x != 4 && a->x != 8 && a->x != 16) || (a->bs * a->x) % VW != 0 ||
+        !pa_scratch(a, heads, &sb)) {
         opreg__cpu_pa_portable_range(args, r0, r1);
         return;
     }

@@ -5,8 +5,9 @@
  * cross the SIMD kernel's chunks of tokens (64) and its blocks at every
  * block size vLLM uses, with partial last blocks and chunks, empty
  * sequences, grouped-query heads beyond one pass (8), ALiBi, and fp8
- * caches; block and chunk sizes that do not fill a vector take the
- * portable kernel, which is checked the same way. The cache slots past a
+ * caches; block and chunk sizes that do not fill a vector, and keys
+ * sliced other than 16 bytes a slice (x of 1 to 64), take the portable
+ * kernel, which is checked the same way. The cache slots past a
  * sequence's end hold NaN. */
 #include "kern_test.h"
 
@@ -15,13 +16,17 @@ struct pa_shape {
     int alibi;
     int64_t lens[4];
     int nseq;
+    int64_t x; /* key slices; 0: 16 bytes' worth, as vLLM lays them out */
 };
 
 static const struct pa_shape shapes[] = {
-    { 4, 2, 64, 16, 0, { 0, 1, 16, 17 }, 4 }, { 4, 2, 64, 16, 1, { 64, 65, 130, 5 }, 4 },
-    { 8, 1, 128, 16, 0, { 200, 63 }, 2 },     { 2, 2, 80, 8, 1, { 33, 71 }, 2 },
-    { 12, 1, 32, 32, 0, { 97, 32 }, 2 },      { 4, 2, 32, 1, 0, { 5, 70 }, 2 },
-    { 2, 1, 256, 32, 1, { 129 }, 1 },         { 6, 3, 64, 4, 0, { 9, 66 }, 2 },
+    { 4, 2, 64, 16, 0, { 0, 1, 16, 17 }, 4, 0 }, { 4, 2, 64, 16, 1, { 64, 65, 130, 5 }, 4, 0 },
+    { 8, 1, 128, 16, 0, { 200, 63 }, 2, 0 },     { 2, 2, 80, 8, 1, { 33, 71 }, 2, 0 },
+    { 12, 1, 32, 32, 0, { 97, 32 }, 2, 0 },      { 4, 2, 32, 1, 0, { 5, 70 }, 2, 0 },
+    { 2, 1, 256, 32, 1, { 129 }, 1, 0 },         { 6, 3, 64, 4, 0, { 9, 66 }, 2, 0 },
+    { 4, 1, 64, 16, 0, { 70, 16 }, 2, 1 },       { 4, 1, 64, 16, 0, { 70, 16 }, 2, 2 },
+    { 4, 1, 64, 16, 1, { 70, 16 }, 2, 4 },       { 4, 1, 64, 16, 0, { 70, 16 }, 2, 32 },
+    { 4, 1, 64, 32, 0, { 70, 16 }, 2, 64 },      { 4, 1, 64, 16, 1, { 70, 16 }, 2, 16 },
 };
 
 /* The caches' element @p i as f32: the dtype's value, or a code's. */
@@ -35,7 +40,7 @@ static double cache_value(int dt, int kind, const void *c, int64_t i, float kv_s
  * fp8 codes (1 e4m3fn, 2 e5m2). */
 static bool one_case(int isa, int dt, int kind, const struct pa_shape *sh) {
     int64_t hq = sh->hq, hkv = sh->hkv, d = sh->d, bs = sh->bs, nseq = sh->nseq;
-    int64_t x = 16 / (kind ? 1 : (int64_t)kt_es(dt)), max_blocks = 0, nblk = 0;
+    int64_t x = sh->x ? sh->x : 16 / (kind ? 1 : (int64_t)kt_es(dt)), max_blocks = 0, nblk = 0;
     for (int s = 0; s < nseq; s++) {
         int64_t nb = (sh->lens[s] + bs - 1) / bs;
         max_blocks = nb > max_blocks ? nb : max_blocks;
@@ -121,8 +126,8 @@ static bool one_case(int isa, int dt, int kind, const struct pa_shape *sh) {
                                   sh->alibi ? slopes : NULL, nseq, hq, hkv, d, x, bs, blk_stride,
                                   blk_stride, max_blocks, scale, dt, kind, kv_scale);
     char what[96];
-    snprintf(what, sizeof what, "hq %d hkv %d d %d bs %d kv %d alibi %d", (int)hq, (int)hkv, (int)d,
-             (int)bs, kind, sh->alibi);
+    snprintf(what, sizeof what, "hq %d hkv %d d %d bs %d x %d kv %d alibi %d", (int)hq, (int)hkv,
+             (int)d, (int)bs, (int)x, kind, sh->alibi);
     /* the output is a weighted mean of values under 1 in magnitude, so
      * errors are measured against 1 */
     ok = kt_check_close(what, isa, dt, out, want, nseq * hq * d, 1.0);
