@@ -141,6 +141,12 @@ void opreg__cpu_paged_attention_v1(int isa, void *out, const void *query, int64_
     a.scale = scale;
     a.dt = dtype;
     a.kind = kv_kind;
+    /* bf16 keys by pairs: through two FMAs a pair on the paths without
+     * VDPBF16PS (faster than widening the block first: measured in
+     * docs/performance.md), through VDPBF16PS where it is fast (the
+     * GEMVs' choice); where it is slow, widened. */
+    a.pairs = simd && kv_kind == 0 && dtype == OPREG_DTYPE_BF16 &&
+              (!simd->gemv_pairs || opreg__cpu_gemv_pairs());
     for (int c = 0; kv_kind != 0 && c < 256; c++)
         a.lut[c] =
             (kv_kind == 1 ? opreg__e4m3fn_to_f32((uint8_t)c) : opreg__e5m2_to_f32((uint8_t)c)) *

@@ -30,8 +30,15 @@
  *   on: the block table scatters a sequence's blocks, so the hardware's
  *   prefetcher cannot follow them.
  *
- * Key blocks in bf16, f16 or fp8 are widened to f32 once per block and
- * shared by the query heads of the pass; an f32 key block is read in
+ * - bf16 keys (where attention.c chose pairs: everywhere but where
+ *   VDPBF16PS is slow) are multiplied where they lie, as bf16 pairs
+ *   (vdot_bf16x2: one VDPBF16PS on the avx512_bf16 path, two FMAs of
+ *   exactly widened halves elsewhere) by a query pattern of pairs, four
+ *   heads at a time so that each key vector is loaded once for them
+ *   (pa_qk_pairs); a token's logit is then the sum of its x/2 lanes.
+ *
+ * Other key blocks in bf16, f16 or fp8 are widened to f32 once per block
+ * and shared by the query heads of the pass; an f32 key block is read in
  * place. Value columns past the sequence's end are zeroed, by a masked
  * load or in the buffer (a stale NaN there would otherwise poison
  * 0 * NaN).
@@ -167,6 +174,84 @@ AI void pa_qk(const float *kp, const float *qp, int64_t j, int64_t nc, int64_t c
         if (u < nj) vstore(OPREG_DTYPE_F32, out + u * VW, t[u]);
 }
 
+/* The logits of a block's tokens into @p dst: token t's is the sum of
+ * @p runs lanes at @p lanes + t * runs, VW tokens at a time where the
+ * block of @p bs has them, else one by one up to the @p n in the sequence
+ * (the tokens past n get logits the softmax drops). */
+AI void pa_lane_sums(float *dst, const float *lanes, int64_t runs, int64_t bs, int64_t n) {
+    int64_t off = 0;
+    for (; off + VW <= bs; off += VW)
+        vstore(OPREG_DTYPE_F32, dst + off, vsum_runs(lanes + off * runs, runs));
+    for (; off < n; off++) {
+        float dot = 0.0f;
+        for (int64_t e = 0; e < runs; e++)
+            dot += lanes[off * runs + e];
+        dst[off] = dot;
+    }
+}
+
+/* Query heads that one walk over a bf16 key block multiplies by pairs. */
+#define PA_PAIR_HEADS 4
+
+/* The bf16 key block at @p kb ([nc][bs][x] in the cache, @p chunk = bs * x
+ * elements a slice) times @p nh (<= PA_PAIR_HEADS) query heads' patterns
+ * (@p qp, @p qlen floats a head: per slice c a vector of bf16 pairs, the
+ * slice's x/2 pairs repeated), by vdot_bf16x2, the keys read where they lie:
+ * vector j of @p nvec holds 2 * VW bf16, x/2 lanes a token, and each lane
+ * sums its pair's products over the slices. Four vectors of tokens for
+ * every head at a time: each key vector is loaded once for the heads, and
+ * 4 * nh chains of products run side by side. Head g's lanes go to
+ * @p lanes + g * @p ll. While the slices are walked, part c of @p nc of
+ * block @p next's lines is fetched (none when next < 0). Inlined with nh
+ * and nj constant for the common cases. */
+AI void pa_qk_pairs_group(const struct opreg__pa_args *a, const uint16_t *kb, const float *qp,
+                          int64_t qlen, int64_t j, int64_t nj, int64_t nc, int64_t chunk,
+                          int64_t nh, int64_t next, int64_t kvh, float *lanes, int64_t ll) {
+    vf t[PA_PAIR_HEADS][4];
+#pragma GCC unroll 4
+    for (int64_t g = 0; g < PA_PAIR_HEADS; g++)
+#pragma GCC unroll 4
+        for (int64_t u = 0; u < 4; u++)
+            t[g][u] = vzero();
+    for (int64_t c = 0; c < nc; c++) {
+        vf k[4] = { vzero(), vzero(), vzero(), vzero() };
+        if (next >= 0) pa_fetch_block(a, next, kvh, c, nc);
+#pragma GCC unroll 4
+        for (int64_t u = 0; u < 4; u++)
+            if (u < nj) k[u] = vload_bits(kb + c * chunk + (j + u) * 2 * VW);
+#pragma GCC unroll 4
+        for (int64_t g = 0; g < PA_PAIR_HEADS; g++)
+            if (g < nh) {
+                vf q = vload(OPREG_DTYPE_F32, qp + g * qlen + c * VW);
+#pragma GCC unroll 4
+                for (int64_t u = 0; u < 4; u++)
+                    if (u < nj) t[g][u] = vdot_bf16x2(t[g][u], k[u], q);
+            }
+    }
+#pragma GCC unroll 4
+    for (int64_t g = 0; g < PA_PAIR_HEADS; g++)
+#pragma GCC unroll 4
+        for (int64_t u = 0; u < 4; u++)
+            if (g < nh && u < nj) vstore(OPREG_DTYPE_F32, lanes + g * ll + (j + u) * VW, t[g][u]);
+}
+
+/* Every vector of a bf16 key block for @p nh (<= PA_PAIR_HEADS) heads:
+ * pa_qk_pairs_group four vectors at a time, inlined with nh = 4 and
+ * whole groups of four for the common case, the fetches of block @p next
+ * spread over the first group's slices. */
+AI void pa_qk_pairs(const struct opreg__pa_args *a, const uint16_t *kb, const float *qp,
+                    int64_t qlen, int64_t nvec, int64_t nc, int64_t chunk, int64_t nh, int64_t next,
+                    int64_t kvh, float *lanes, int64_t ll) {
+    for (int64_t j = 0; j < nvec; j += 4, next = -1) {
+        if (nh == PA_PAIR_HEADS && nvec - j >= 4)
+            pa_qk_pairs_group(a, kb, qp, qlen, j, 4, nc, chunk, PA_PAIR_HEADS, next, kvh, lanes,
+                              ll);
+        else
+            pa_qk_pairs_group(a, kb, qp, qlen, j, nvec - j < 4 ? nvec - j : 4, nc, chunk, nh, next,
+                              kvh, lanes, ll);
+    }
+}
+
 /* The accumulators of one head dim for @p nh heads (@p acc, @p d vectors
  * apart) plus the products of each head's probabilities (@p p, PA_CHUNK
  * floats a head) with the dim's row of the chunk's values: the heads'
@@ -273,6 +358,9 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
      * in one block; else (fp8 codes, blocks narrower than a vector) each
      * block is widened into vbuf first. */
     bool direct = pa_values_direct(a);
+    /* bf16 keys multiplied as pairs (attention.c's choice) where a
+     * block's slices fill whole vectors of pairs */
+    bool pairs = a->pairs && (x == 8 || x == 16) && chunk % (2 * VW) == 0;
     const void *vrows[PA_CHUNK / VW];
     for (int64_t v = 0; !direct && v < PA_CHUNK / VW; v++)
         vrows[v] = vbuf + v * VW;
@@ -280,18 +368,32 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
      * one offset modulo VW); reduced across lanes once, at the end. */
     vf *acc = sb->acc;
     float p[OPREG__CPU_PA_HEADS][PA_CHUNK];
-    float lanes[OPREG__CPU_PA_MAX_BLOCK * 16];
+    /* a block's lanes: bs * x (x <= 16) for one head, or bs * x / 2 for
+     * each of PA_PAIR_HEADS */
+    float lanes[PA_PAIR_HEADS * OPREG__CPU_PA_MAX_BLOCK * 8];
     float m[OPREG__CPU_PA_HEADS], sum[OPREG__CPU_PA_HEADS], slope[OPREG__CPU_PA_HEADS];
     for (int64_t g = 0; g < nh; g++) {
         int64_t h = h0 + g;
-        /* w is a multiple of x (both powers of two): the chunk's x values
-         * repeated w / x times, without a division per element */
-        for (int64_t c = 0; c < d / x; c++)
-            for (int64_t e = 0; e < x; e++) {
-                float v = opreg__cpu_ld(a->dt, a->q, s * a->q_stride + h * d + c * x + e);
-                for (int64_t k = e; k < w; k += x)
-                    sb->qpat[g * sb->qlen + c * w + k] = v;
-            }
+        if (pairs) {
+            /* per slice, one vector: lane k the bf16 pair k % (x/2) of the
+             * slice, as the keys' lanes hold them */
+            const uint16_t *qh = (const uint16_t *)a->q + s * a->q_stride + h * d;
+            for (int64_t c = 0; c < d / x; c++)
+                for (int64_t k = 0; k < VW; k++) {
+                    const uint16_t *e = qh + c * x + 2 * (k % (x / 2));
+                    uint32_t bits = (uint32_t)e[0] | (uint32_t)e[1] << 16;
+                    memcpy(sb->qpat + g * sb->qlen + c * VW + k, &bits, sizeof bits);
+                }
+        } else {
+            /* w is a multiple of x (both powers of two): the chunk's x
+             * values repeated w / x times, without a division per element */
+            for (int64_t c = 0; c < d / x; c++)
+                for (int64_t e = 0; e < x; e++) {
+                    float v = opreg__cpu_ld(a->dt, a->q, s * a->q_stride + h * d + c * x + e);
+                    for (int64_t k = e; k < w; k += x)
+                        sb->qpat[g * sb->qlen + c * w + k] = v;
+                }
+        }
         for (int64_t i = 0; i < d; i++)
             acc[g * d + i] = vzero();
         m[g] = -INFINITY;
@@ -304,30 +406,34 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
         for (int64_t b = b0; b * bs < t0 + nt; b++) {
             int64_t blk = a->bt[s * a->max_blocks + b], col = (b - b0) * bs;
             int64_t n = l - b * bs < bs ? l - b * bs : bs;
-            const float *kb = pa_keys(a, blk, kvh, buf);
-            for (int64_t g = 0; g < nh; g++) {
-                if ((b + 1) * bs < l)
-                    pa_fetch_block(a, a->bt[s * a->max_blocks + b + 1], kvh, g, nh);
-                /* four vectors of tokens at a time, so that four chains
-                 * of multiply-adds run side by side */
-                for (int64_t j = 0; j < nvec; j += 4) {
-                    const float *qg = sb->qpat + g * sb->qlen;
-                    if (nvec - j >= 4 && w == VW) /* one query vector for all four */
-                        pa_qk(kb + j * VW, qg, j, d / x, chunk, VW, 4, lanes + j * VW);
-                    else
-                        pa_qk(kb + j * VW, qg, j, d / x, chunk, w, nvec - j, lanes + j * VW);
+            int64_t next = (b + 1) * bs < l ? a->bt[s * a->max_blocks + b + 1] : -1;
+            if (pairs) {
+                const uint16_t *kb =
+                    (const uint16_t *)a->kc + blk * a->kblk + kvh * chunk * (d / x);
+                int64_t ll = chunk / 2;
+                for (int64_t g0 = 0; g0 < nh; g0 += PA_PAIR_HEADS) {
+                    int64_t gn = nh - g0 < PA_PAIR_HEADS ? nh - g0 : PA_PAIR_HEADS;
+                    pa_qk_pairs(a, kb, sb->qpat + g0 * sb->qlen, sb->qlen, chunk / (2 * VW), d / x,
+                                chunk, gn, g0 == 0 ? next : -1, kvh, lanes, ll);
+                    /* each token's logit is the sum of its x/2 lanes */
+                    for (int64_t g = 0; g < gn; g++)
+                        pa_lane_sums(p[g0 + g] + col, lanes + g * ll, x / 2, bs, n);
                 }
-                /* each token's logit is the sum of its x lanes: VW tokens
-                 * at a time where the block has them, else one by one
-                 * (the tokens past n get logits the softmax drops) */
-                int64_t off = 0;
-                for (; off + VW <= bs; off += VW)
-                    vstore(OPREG_DTYPE_F32, p[g] + col + off, vsum_runs(lanes + off * x, x));
-                for (; off < n; off++) {
-                    float dot = 0.0f;
-                    for (int64_t e = 0; e < x; e++)
-                        dot += lanes[off * x + e];
-                    p[g][col + off] = dot;
+            } else {
+                const float *kb = pa_keys(a, blk, kvh, buf);
+                for (int64_t g = 0; g < nh; g++) {
+                    if (next >= 0) pa_fetch_block(a, next, kvh, g, nh);
+                    /* four vectors of tokens at a time, so that four chains
+                     * of multiply-adds run side by side */
+                    for (int64_t j = 0; j < nvec; j += 4) {
+                        const float *qg = sb->qpat + g * sb->qlen;
+                        if (nvec - j >= 4 && w == VW) /* one query vector for all four */
+                            pa_qk(kb + j * VW, qg, j, d / x, chunk, VW, 4, lanes + j * VW);
+                        else
+                            pa_qk(kb + j * VW, qg, j, d / x, chunk, w, nvec - j, lanes + j * VW);
+                    }
+                    /* each token's logit is the sum of its x lanes */
+                    pa_lane_sums(p[g] + col, lanes, x, bs, n);
                 }
             }
             if (direct)

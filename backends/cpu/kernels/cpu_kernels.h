@@ -114,7 +114,8 @@ void opreg__cpu_gemv_linear(int isa, int dt, void *out, const void *in, const vo
  * on VDPBF16PS (the pairs kernels) instead of FMAs: on the avx512_bf16 path
  * where VDPBF16PS runs at least half as many instructions a second as FMA,
  * timed on first use; OPREG_CPU_VDPBF16PS=0 or 1 decides instead. fp8
- * also needs AVX512-VBMI. */
+ * also needs AVX512-VBMI. paged_attention_v1 on that path multiplies bf16
+ * keys by VDPBF16PS under the same choice. */
 int opreg__cpu_gemv_pairs(void);
 /* Force that choice (0 or 1; -1: decide again on next use); returns the
  * previous value. For tests, not while kernels run on other threads. */

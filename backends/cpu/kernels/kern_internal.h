@@ -71,6 +71,9 @@ struct opreg__pa_args {
     int64_t q_stride;   /* from one sequence's query to the next, elements */
     float scale;
     int dt, kind;
+    /* bf16 keys multiplied as pairs where they lie (vdot_bf16x2), not
+     * widened first: attention.c chooses, attention_simd.h says how */
+    bool pairs;
     float lut[256];
 };
 

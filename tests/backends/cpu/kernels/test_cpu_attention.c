@@ -29,6 +29,10 @@ static const struct pa_shape shapes[] = {
     { 4, 1, 64, 32, 0, { 70, 16 }, 2, 64 },      { 4, 1, 64, 16, 1, { 70, 16 }, 2, 16 },
 };
 
+/* Whether this pass forces bf16 keys' products by pairs (VDPBF16PS) on
+ * (opreg__cpu_set_gemv_pairs, the choice they share with the GEMVs). */
+static int pairs_pass;
+
 /* The caches' element @p i as f32: the dtype's value, or a code's. */
 static double cache_value(int dt, int kind, const void *c, int64_t i, float kv_scale) {
     if (kind == 0) return kt_ld(dt, c, i);
@@ -126,8 +130,8 @@ static bool one_case(int isa, int dt, int kind, const struct pa_shape *sh) {
                                   sh->alibi ? slopes : NULL, nseq, hq, hkv, d, x, bs, blk_stride,
                                   blk_stride, max_blocks, scale, dt, kind, kv_scale);
     char what[96];
-    snprintf(what, sizeof what, "hq %d hkv %d d %d bs %d x %d kv %d alibi %d", (int)hq, (int)hkv,
-             (int)d, (int)bs, (int)x, kind, sh->alibi);
+    snprintf(what, sizeof what, "hq %d hkv %d d %d bs %d x %d kv %d alibi %d pairs %d", (int)hq,
+             (int)hkv, (int)d, (int)bs, (int)x, kind, sh->alibi, pairs_pass);
     /* the output is a weighted mean of values under 1 in magnitude, so
      * errors are measured against 1 */
     ok = kt_check_close(what, isa, dt, out, want, nseq * hq * d, 1.0);
@@ -154,6 +158,14 @@ TEST(matches_the_reference_on_every_path) {
 
 int main(void) {
     kt_report_isas("test_cpu_attention");
-    RUN(matches_the_reference_on_every_path);
+    for (pairs_pass = 0; pairs_pass < 2; pairs_pass++) {
+        if (pairs_pass && opreg__cpu_isa_detected() < OPREG__ISA_AVX512_BF16) {
+            printf("test_cpu_attention: bf16 keys by pairs NOT CHECKABLE on this CPU (no "
+                   "AVX512-BF16)\n");
+            break;
+        }
+        opreg__cpu_set_gemv_pairs(pairs_pass);
+        RUN(matches_the_reference_on_every_path);
+    }
     return test_summary();
 }
