@@ -33,12 +33,12 @@ opreg_status opreg__cuda_scratch_free(void *ptr, void *stream, const char *op) {
                               "cudaFreeAsync (scratch)");
 }
 
-opreg_status opreg__cuda_read_back(void *dst, const void *src, size_t bytes, void *stream,
-                                   const char *op) {
+opreg_status opreg__cuda_copy_waited(void *dst, const void *src, size_t bytes, void *stream,
+                                     const char *op) {
     if (bytes == 0) return OPREG_OK;
     OPREG__TRY(opreg__cuda_status(
-        (int)cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)stream), op,
-        "cudaMemcpyAsync (to the host)"));
+        (int)cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream), op,
+        "cudaMemcpyAsync"));
     return opreg__cuda_status((int)cudaStreamSynchronize((cudaStream_t)stream), op,
                               "cudaStreamSynchronize");
 }
@@ -134,13 +134,10 @@ static opreg_status cuda_synchronize(void *context, int device_id) {
 static opreg_status cuda_copy(void *dst, const void *src, size_t bytes, int device_id,
                               const char *what) {
     int prev;
-    cudaStream_t stream = (cudaStream_t)opreg__cuda_current_stream(device_id);
     if (bytes == 0) return OPREG_OK;
     OPREG__TRY(opreg__cuda_enter(device_id, &prev, what));
-    opreg_status st = opreg__cuda_status(
-        (int)cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), what, "cudaMemcpyAsync");
-    if (st == OPREG_OK)
-        st = opreg__cuda_status((int)cudaStreamSynchronize(stream), what, "cudaStreamSynchronize");
+    opreg_status st =
+        opreg__cuda_copy_waited(dst, src, bytes, opreg__cuda_current_stream(device_id), what);
     opreg__cuda_leave(device_id, prev);
     return st;
 }

@@ -39,10 +39,12 @@ opreg_status opreg__cuda_bad_dtype(const char *op, int dt);
 opreg_status opreg__cuda_scratch(void **out, size_t bytes, void *stream, const char *op);
 opreg_status opreg__cuda_scratch_free(void *ptr, void *stream, const char *op);
 
-/* @p bytes of device memory at @p src into the host's @p dst, on @p stream,
- * waited for: the kernels queued before it have run when it returns. */
-opreg_status opreg__cuda_read_back(void *dst, const void *src, size_t bytes, void *stream,
-                                   const char *op);
+/* @p bytes from @p src to @p dst, either on the host or the device (the
+ * driver tells which), on @p stream, waited for: the kernels queued before
+ * it have run and the copy is done when it returns. The caller has made
+ * the stream's device current. */
+opreg_status opreg__cuda_copy_waited(void *dst, const void *src, size_t bytes, void *stream,
+                                     const char *op);
 
 /* Make @p device current; *prev receives the device that was (restore it
  * with opreg__cuda_leave). */

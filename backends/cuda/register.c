@@ -347,7 +347,7 @@ static opreg_status moe_align_sparse(const opreg_tensor *ids, int64_t num_expert
     opreg_status st = OPREG_OK;
     if (!host || !present || !ranks || !packed)
         st = opreg__fail(OPREG_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
-    if (st == OPREG_OK) st = opreg__cuda_read_back(host, opreg__ptr(ids), bytes, stream, op);
+    if (st == OPREG_OK) st = opreg__cuda_copy_waited(host, opreg__ptr(ids), bytes, stream, op);
     if (st == OPREG_OK) {
         opreg_tensor view = *ids;
         view.data = host;
