@@ -21,37 +21,39 @@
 /* The portable path, also the SIMD paths' fallback for block and chunk
  * sizes that do not fill their vectors. */
 
-/* Element @p i of a cache: the query's dtype, or an fp8 code times kv_scale. */
-static inline float cache_ld(const struct opreg__pa_args *a, const void *p, int64_t i) {
+/* Element @p i of a cache: the query's dtype, or an fp8 code's value
+ * times kv_scale, from @p lut. */
+static inline float cache_ld(const struct opreg__pa_args *a, const float *lut, const void *p,
+                             int64_t i) {
     if (a->kind == 0) return opreg__cpu_ld(a->dt, p, i);
-    return a->lut[((const uint8_t *)p)[i]];
+    return lut[((const uint8_t *)p)[i]];
 }
 
 /* Key block [d/x][bs][x] -> buf[d][bs]; tokens at or past @p n are 0. */
-static void load_keys(const struct opreg__pa_args *a, float *buf, int64_t blk, int64_t kvh,
-                      int64_t n) {
+static void load_keys(const struct opreg__pa_args *a, const float *lut, float *buf, int64_t blk,
+                      int64_t kvh, int64_t n) {
     int64_t d = a->d, x = a->x, bs = a->bs;
     int64_t base = blk * a->kblk + kvh * d * bs;
     for (int64_t c = 0; c < d / x; c++)
         for (int64_t off = 0; off < bs; off++)
             for (int64_t e = 0; e < x; e++)
                 buf[(c * x + e) * bs + off] =
-                    off < n ? cache_ld(a, a->kc, base + (c * bs + off) * x + e) : 0.0f;
+                    off < n ? cache_ld(a, lut, a->kc, base + (c * bs + off) * x + e) : 0.0f;
 }
 
 /* Value block [d][bs] -> buf[d][bs]; tokens at or past @p n are 0. */
-static void load_values(const struct opreg__pa_args *a, float *buf, int64_t blk, int64_t kvh,
-                        int64_t n) {
+static void load_values(const struct opreg__pa_args *a, const float *lut, float *buf, int64_t blk,
+                        int64_t kvh, int64_t n) {
     int64_t d = a->d, bs = a->bs;
     int64_t base = blk * a->vblk + kvh * d * bs;
     for (int64_t i = 0; i < d; i++)
         for (int64_t off = 0; off < bs; off++)
-            buf[i * bs + off] = off < n ? cache_ld(a, a->vc, base + i * bs + off) : 0.0f;
+            buf[i * bs + off] = off < n ? cache_ld(a, lut, a->vc, base + i * bs + off) : 0.0f;
 }
 
 /* Query heads h0..h0+nh-1 of sequence @p s, all on KV head @p kvh. */
-static void attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, int64_t h0, int64_t nh,
-                   float *blockbuf) {
+static void attend(const struct opreg__pa_args *a, const float *lut, int64_t s, int64_t kvh,
+                   int64_t h0, int64_t nh, float *blockbuf) {
     int64_t d = a->d, bs = a->bs, l = a->len[s];
     float q[OPREG__CPU_PA_HEADS][OPREG__CPU_PA_MAX_HEAD];
     float acc[OPREG__CPU_PA_HEADS][OPREG__CPU_PA_MAX_HEAD];
@@ -70,7 +72,7 @@ static void attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, int64
     for (int64_t b = 0; b * bs < l; b++) {
         int64_t blk = a->bt[s * a->max_blocks + b];
         int64_t n = l - b * bs < bs ? l - b * bs : bs;
-        load_keys(a, blockbuf, blk, kvh, n);
+        load_keys(a, lut, blockbuf, blk, kvh, n);
         for (int64_t g = 0; g < nh; g++) {
             for (int64_t off = 0; off < bs; off++)
                 lg[g][off] = 0.0f;
@@ -83,7 +85,7 @@ static void attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, int64
             opreg__pa_softmax_block(lg[g], n, bs, a->scale, slope[g], b * bs - l + 1, &m[g],
                                     &sum[g], acc[g], d);
         }
-        load_values(a, blockbuf, blk, kvh, n);
+        load_values(a, lut, blockbuf, blk, kvh, n);
         for (int64_t g = 0; g < nh; g++)
             for (int64_t i = 0; i < d; i++) {
                 const float *v = blockbuf + i * bs;
@@ -103,10 +105,17 @@ void opreg__cpu_pa_portable_range(const void *p, int64_t r0, int64_t r1) {
     const struct opreg__pa_args *a = p;
     int64_t group = a->hq / a->hkv;
     float blockbuf[OPREG__CPU_PA_MAX_HEAD * OPREG__CPU_PA_MAX_BLOCK];
+    /* fp8 codes decoded once per range: the SIMD paths, which widen codes
+     * in registers, do not pay for the table */
+    float lut[256];
+    for (int c = 0; a->kind != 0 && c < 256; c++)
+        lut[c] =
+            (a->kind == 1 ? opreg__e4m3fn_to_f32((uint8_t)c) : opreg__e5m2_to_f32((uint8_t)c)) *
+            a->kv_scale;
     for (int64_t r = r0; r < r1; r++) {
         int64_t s = r / a->hkv, kvh = r % a->hkv;
         for (int64_t g = 0; g < group; g += OPREG__CPU_PA_HEADS)
-            attend(a, s, kvh, kvh * group + g,
+            attend(a, lut, s, kvh, kvh * group + g,
                    group - g < OPREG__CPU_PA_HEADS ? group - g : OPREG__CPU_PA_HEADS, blockbuf);
     }
 }
@@ -141,16 +150,13 @@ void opreg__cpu_paged_attention_v1(int isa, void *out, const void *query, int64_
     a.scale = scale;
     a.dt = dtype;
     a.kind = kv_kind;
-    /* bf16 keys by pairs: through two FMAs a pair on the paths without
-     * VDPBF16PS (faster than widening the block first: measured in
-     * docs/performance.md), through VDPBF16PS where it is fast (the
-     * GEMVs' choice); where it is slow, widened. */
-    a.pairs = simd && kv_kind == 0 && dtype == OPREG_DTYPE_BF16 &&
-              (!simd->gemv_pairs || opreg__cpu_gemv_pairs());
-    for (int c = 0; kv_kind != 0 && c < 256; c++)
-        a.lut[c] =
-            (kv_kind == 1 ? opreg__e4m3fn_to_f32((uint8_t)c) : opreg__e5m2_to_f32((uint8_t)c)) *
-            kv_scale;
+    a.kv_scale = kv_scale;
+    /* Keys by bf16 pairs with a bf16 query (bf16 caches in place, fp8
+     * caches widened to bf16 a block at a time): through two FMAs a pair
+     * on the paths without VDPBF16PS (faster than widening the block to
+     * f32 first: measured in docs/performance.md), through VDPBF16PS where
+     * it is fast (the GEMVs' choice); where it is slow, widened to f32. */
+    a.pairs = simd && dtype == OPREG_DTYPE_BF16 && (!simd->gemv_pairs || opreg__cpu_gemv_pairs());
     for (int64_t s = 0; s < seqs; s++)
         bytes += (int64_t)seq_lens[s] * kv_heads * head_size * 2 * es;
     opreg__cpu_parallel(simd ? simd->attention : opreg__cpu_pa_portable_range, &a, seqs * kv_heads,

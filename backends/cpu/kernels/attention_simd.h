@@ -15,12 +15,13 @@
  * - The softmax step is taken once a chunk, its exponentials VW at a time
  *   (pa_softmax_chunk).
  * - The chunk's values ([head_size][block_size] a block) are read where
- *   they lie, widened in registers: per head dim i the chunk's
- *   probabilities are multiplied with row i of each of its blocks, a
- *   vector at a time (pa_pv). Where a vector would span two blocks
+ *   they lie, widened in registers: four heads' probabilities for four
+ *   (AVX2: two) vectors of tokens are held in registers while the head
+ *   dims are walked, each dim's row of values multiplied with them a
+ *   vector at a time (pa_pv_block). Where a vector would span two blocks
  *   (blocks narrower than a vector) or the cache holds fp8 codes (widened
  *   through a table), the blocks are widened side by side into one
- *   [head_size][PA_CHUNK] buffer first, and pa_pv reads that. The
+ *   [head_size][PA_CHUNK] buffer first, and pa_pv_block reads that. The
  *   products' lanes are not summed per chunk: each head dim keeps a
  *   vector accumulator (rescaled with the running maximum like the sum),
  *   reduced across its lanes once at the end, and read and written once a
@@ -35,13 +36,17 @@
  *   (vdot_bf16x2: one VDPBF16PS on the avx512_bf16 path, two FMAs of
  *   exactly widened halves elsewhere) by a query pattern of pairs, four
  *   heads at a time so that each key vector is loaded once for them
- *   (pa_qk_pairs); a token's logit is then the sum of its x/2 lanes.
+ *   (pa_qk_pairs); a token's logit is then the sum of its x/2 lanes. With
+ *   a bf16 query, fp8 keys take the same walk, each block widened to bf16
+ *   first (exactly: every e4m3fn and e5m2 value is a bf16).
  *
  * Other key blocks in bf16, f16 or fp8 are widened to f32 once per block
  * and shared by the query heads of the pass; an f32 key block is read in
- * place. Value columns past the sequence's end are zeroed, by a masked
- * load or in the buffer (a stale NaN there would otherwise poison
- * 0 * NaN).
+ * place. fp8 codes are widened to their values, and kv_scale goes on the
+ * logits (with the softmax's scale) and on the output. Value columns past the sequence's end are
+ * loaded as zeros, from the cache or the buffer (a stale NaN there would otherwise poison 0 * NaN).
+ * The output is written a vector of head dims at a time, each dim's lanes summed as vhsum sums
+ * them.
  *
  * The accumulators, the query patterns and the widened keys (and values,
  * where they are widened) live in the thread's scratch
@@ -60,96 +65,151 @@
 struct pa_bufs {
     vf *acc;     /* [heads][head_size]: a head dim's products, lane by lane */
     float *qpat; /* [heads][qlen]: each head's query in the keys' layout */
-    float *keys; /* [head_size * block_size]: a key block widened */
+    float *keys; /* [head_size * block_size]: a key block widened (none
+                  * where bf16 keys are multiplied in place; fp8 keys
+                  * as bf16 fill half) */
     float *vals; /* [head_size][PA_CHUNK]: a chunk's value blocks widened */
     int64_t qlen;
 };
 
-/* @p count elements of dtype @p dt at @p src, widened to f32 into @p buf. */
+/* The dtype of the caches' elements: the query's, or the fp8 codes'. */
+static int pa_cache_dt(const struct opreg__pa_args *a) {
+    return a->kind == 1 ? OPREG_DTYPE_F8_E4M3FN : a->kind == 2 ? OPREG_DTYPE_F8_E5M2 : a->dt;
+}
+
+/* Bytes of a cache element of dtype @p dt (f32, bf16, f16 or fp8). */
+AI int64_t pa_es(int dt) {
+    return dt == OPREG_DTYPE_F8_E4M3FN || dt == OPREG_DTYPE_F8_E5M2 ? 1
+                                                                    : (int64_t)opreg__cpu_es(dt);
+}
+
+/* VW cache elements of dtype @p dt at @p p as f32, exactly (fp8 codes as
+ * their values, without kv_scale); _n: the first n < VW, zeros after. */
+AI vf pa_load(int dt, const void *p) {
+    if (dt == OPREG_DTYPE_F8_E4M3FN) return vload_e4m3(p);
+    if (dt == OPREG_DTYPE_F8_E5M2) return vload_e5m2(p);
+    return vload(dt, p);
+}
+AI vf pa_load_n(int dt, const void *p, int64_t n) {
+    if (dt == OPREG_DTYPE_F8_E4M3FN) return vload_e4m3_n(p, n);
+    if (dt == OPREG_DTYPE_F8_E5M2) return vload_e5m2_n(p, n);
+    return vload_n(dt, p, n);
+}
+
+/* @p count cache elements of dtype @p dt at @p src, widened to f32 into
+ * @p buf. */
 AI void pa_widen(int dt, float *buf, const void *src, int64_t count) {
-    int64_t i = 0;
+    const char *c = src;
+    int64_t i = 0, es = pa_es(dt);
     for (; i + VW <= count; i += VW)
-        vstore(OPREG_DTYPE_F32, buf + i, vload(dt, opreg__cpu_at(dt, src, i)));
+        vstore(OPREG_DTYPE_F32, buf + i, pa_load(dt, c + i * es));
     if (i < count)
-        vstore_n(OPREG_DTYPE_F32, buf + i, vload_n(dt, opreg__cpu_at(dt, src, i), count - i),
-                 count - i);
+        vstore_n(OPREG_DTYPE_F32, buf + i, pa_load_n(dt, c + i * es, count - i), count - i);
 }
 
 /* Key block @p blk of KV head @p kvh ([head_size/x][block_size][x]) as
- * f32: in place for f32, else widened into @p buf. Slots past the
- * sequence's end need no zeroing: their logits are never used. */
+ * f32: in place for f32, else widened into @p buf (fp8 codes without
+ * kv_scale: pa_attend puts it on the logits). Slots past the sequence's
+ * end need no zeroing: their logits are never used. */
 static const float *pa_keys(const struct opreg__pa_args *a, int64_t blk, int64_t kvh, float *buf) {
     int64_t count = a->d * a->bs, base = blk * a->kblk + kvh * count;
-    if (a->kind != 0) {
-        const uint8_t *c = (const uint8_t *)a->kc + base;
-        for (int64_t i = 0; i < count; i++)
-            buf[i] = a->lut[c[i]];
-    } else if (a->dt == OPREG_DTYPE_F32) {
-        return (const float *)a->kc + base;
-    } else if (a->dt == OPREG_DTYPE_BF16) {
-        pa_widen(OPREG_DTYPE_BF16, buf, opreg__cpu_at(OPREG_DTYPE_BF16, a->kc, base), count);
-    } else {
-        pa_widen(OPREG_DTYPE_F16, buf, opreg__cpu_at(OPREG_DTYPE_F16, a->kc, base), count);
-    }
+    int dt = pa_cache_dt(a);
+    const char *src = (const char *)a->kc + base * pa_es(dt);
+    if (dt == OPREG_DTYPE_F32)
+        return (const float *)src;
+    else if (dt == OPREG_DTYPE_BF16)
+        pa_widen(OPREG_DTYPE_BF16, buf, src, count);
+    else if (dt == OPREG_DTYPE_F16)
+        pa_widen(OPREG_DTYPE_F16, buf, src, count);
+    else if (dt == OPREG_DTYPE_F8_E4M3FN)
+        pa_widen(OPREG_DTYPE_F8_E4M3FN, buf, src, count);
+    else
+        pa_widen(OPREG_DTYPE_F8_E5M2, buf, src, count);
     return buf;
 }
 
-/* Part @p part of @p parts of the lines of KV head @p kvh's part of block
- * @p blk of both caches, into L1: the blocks of a sequence lie wherever the
- * block table puts them, so the hardware's prefetcher, which follows
- * addresses, cannot run ahead of the walk. A block's fetches are spread
- * over the query heads' work on the one before (a part each): issued all
+/* The lines of KV head kvh's part of a block of both caches, fetched into
+ * L1 a part at a time: the blocks of a sequence lie wherever the block
+ * table puts them, so the hardware's prefetcher, which follows addresses,
+ * cannot run ahead of the walk. A block's fetches are spread over the
+ * work on the one before (a part per query head or per slice): issued all
  * at once, they wait for free miss buffers and hold the core (measured:
  * about 4% of the call). */
-AI void pa_fetch_block(const struct opreg__pa_args *a, int64_t blk, int64_t kvh, int64_t part,
-                       int64_t parts) {
+struct pa_fetch {
+    const char *k, *v; /* the block's part of each cache; NULL: none */
+    int64_t bytes;     /* of each */
+    int64_t per;       /* bytes a part, whole lines */
+};
+
+/* The fetches of block @p blk (none when blk < 0) of KV head @p kvh in
+ * @p parts parts. */
+static struct pa_fetch pa_fetch_plan(const struct opreg__pa_args *a, int64_t blk, int64_t kvh,
+                                     int64_t parts) {
+    struct pa_fetch f = { NULL, NULL, 0, 0 };
     int64_t es = a->kind ? 1 : (int64_t)opreg__cpu_es(a->dt), count = a->d * a->bs;
-    int64_t lines = (count * es + 63) / 64;
-    const char *k = (const char *)a->kc + (blk * a->kblk + kvh * count) * es;
-    const char *v = (const char *)a->vc + (blk * a->vblk + kvh * count) * es;
-    for (int64_t off = lines * part / parts * 64; off < lines * (part + 1) / parts * 64;
-         off += 64) {
-        _mm_prefetch(k + off, _MM_HINT_T0);
-        _mm_prefetch(v + off, _MM_HINT_T0);
+    if (blk < 0) return f;
+    f.k = (const char *)a->kc + (blk * a->kblk + kvh * count) * es;
+    f.v = (const char *)a->vc + (blk * a->vblk + kvh * count) * es;
+    f.bytes = count * es;
+    f.per = ((f.bytes + 63) / 64 + parts - 1) / parts * 64;
+    return f;
+}
+
+/* Part @p part of the fetches @p f plans (none when f is NULL). */
+AI void pa_fetch_part(const struct pa_fetch *f, int64_t part) {
+    if (!f || !f->k) return;
+    int64_t end = (part + 1) * f->per < f->bytes ? (part + 1) * f->per : f->bytes;
+    for (int64_t off = part * f->per; off < end; off += 64) {
+        _mm_prefetch(f->k + off, _MM_HINT_T0);
+        _mm_prefetch(f->v + off, _MM_HINT_T0);
     }
 }
 
-/* @p d rows of @p bs elements of dtype @p dt at @p src, the first @p n of
- * each widened to f32 into a row of @p dst (@p ld floats apart), the rest
- * zeroed. Inlined with dt constant, so each dtype has its own loop. */
-AI void pa_widen_rows(int dt, float *dst, int64_t ld, const void *src, int64_t d, int64_t bs,
+/* The first @p n elements of @p d rows of @p bs cache elements of dtype
+ * @p dt at @p src, widened to f32 into rows of @p dst (@p ld floats
+ * apart). Inlined with dt constant, so each dtype has its own loop. */
+AI void pa_widen_rows(int dt, float *dst, int64_t ld, const char *src, int64_t d, int64_t bs,
                       int64_t n) {
-    for (int64_t i = 0; i < d; i++) {
-        float *row = dst + i * ld;
-        pa_widen(dt, row, opreg__cpu_at(dt, src, i * bs), n);
-        for (int64_t off = n; off < bs; off++)
-            row[off] = 0.0f;
-    }
+    for (int64_t i = 0; i < d; i++)
+        pa_widen(dt, dst + i * ld, src + i * bs * pa_es(dt), n);
 }
 
-/* Value block @p blk of KV head @p kvh ([head_size][block_size]) as f32
- * into columns [col, col + bs) of the rows of @p dst (@p ld floats apart),
- * the columns of tokens >= @p n zeroed. */
+/* The first @p n tokens of value block @p blk of KV head @p kvh
+ * ([head_size][block_size]) as f32 (fp8 codes without kv_scale) into
+ * columns [col, col + n) of the rows of @p dst (@p ld floats apart). The
+ * columns past the sequence's end are left as they are: pa_pv_block loads
+ * them as zeros. */
 static void pa_values_into(const struct opreg__pa_args *a, int64_t blk, int64_t kvh, int64_t n,
                            float *dst, int64_t ld, int64_t col) {
     int64_t d = a->d, bs = a->bs, base = blk * a->vblk + kvh * d * bs;
-    if (a->kind != 0) {
-        for (int64_t i = 0; i < d; i++) {
-            const uint8_t *c = (const uint8_t *)a->vc + base + i * bs;
-            float *row = dst + i * ld + col;
-            for (int64_t off = 0; off < bs; off++)
-                row[off] = off < n ? a->lut[c[off]] : 0.0f;
-        }
-    } else if (a->dt == OPREG_DTYPE_F32) {
-        pa_widen_rows(OPREG_DTYPE_F32, dst + col, ld, opreg__cpu_at(OPREG_DTYPE_F32, a->vc, base),
-                      d, bs, n);
-    } else if (a->dt == OPREG_DTYPE_BF16) {
-        pa_widen_rows(OPREG_DTYPE_BF16, dst + col, ld, opreg__cpu_at(OPREG_DTYPE_BF16, a->vc, base),
-                      d, bs, n);
-    } else {
-        pa_widen_rows(OPREG_DTYPE_F16, dst + col, ld, opreg__cpu_at(OPREG_DTYPE_F16, a->vc, base),
-                      d, bs, n);
-    }
+    int dt = pa_cache_dt(a);
+    const char *src = (const char *)a->vc + base * pa_es(dt);
+    if (dt == OPREG_DTYPE_F32)
+        pa_widen_rows(OPREG_DTYPE_F32, dst + col, ld, src, d, bs, n);
+    else if (dt == OPREG_DTYPE_BF16)
+        pa_widen_rows(OPREG_DTYPE_BF16, dst + col, ld, src, d, bs, n);
+    else if (dt == OPREG_DTYPE_F16)
+        pa_widen_rows(OPREG_DTYPE_F16, dst + col, ld, src, d, bs, n);
+    else if (dt == OPREG_DTYPE_F8_E4M3FN)
+        pa_widen_rows(OPREG_DTYPE_F8_E4M3FN, dst + col, ld, src, d, bs, n);
+    else
+        pa_widen_rows(OPREG_DTYPE_F8_E5M2, dst + col, ld, src, d, bs, n);
+}
+
+/* fp8 key block @p blk of KV head @p kvh as bf16 into @p buf, in its
+ * layout: every e4m3fn and e5m2 value (NaN included) is a bf16, so the
+ * pairs walk multiplies the codes' exact values. */
+static const uint16_t *pa_keys_bf16(const struct opreg__pa_args *a, int64_t blk, int64_t kvh,
+                                    uint16_t *buf) {
+    int64_t count = a->d * a->bs, i = 0;
+    const uint8_t *c = (const uint8_t *)a->kc + blk * a->kblk + kvh * count;
+    if (a->kind == 1)
+        for (; i < count; i += VW)
+            vstore(OPREG_DTYPE_BF16, buf + i, vload_e4m3(c + i));
+    else
+        for (; i < count; i += VW)
+            vstore(OPREG_DTYPE_BF16, buf + i, vload_e5m2(c + i));
+    return buf;
 }
 
 /* Vectors j .. j + nj - 1 (nj <= 4) of a key block's products with the
@@ -180,8 +240,16 @@ AI void pa_qk(const float *kp, const float *qp, int64_t j, int64_t nc, int64_t c
  * (the tokens past n get logits the softmax drops). */
 AI void pa_lane_sums(float *dst, const float *lanes, int64_t runs, int64_t bs, int64_t n) {
     int64_t off = 0;
-    for (; off + VW <= bs; off += VW)
-        vstore(OPREG_DTYPE_F32, dst + off, vsum_runs(lanes + off * runs, runs));
+    /* vsum_runs with runs constant: its vectors stay in registers */
+    if (runs == 4)
+        for (; off + VW <= bs; off += VW)
+            vstore(OPREG_DTYPE_F32, dst + off, vsum_runs(lanes + off * 4, 4));
+    else if (runs == 8)
+        for (; off + VW <= bs; off += VW)
+            vstore(OPREG_DTYPE_F32, dst + off, vsum_runs(lanes + off * 8, 8));
+    else
+        for (; off + VW <= bs; off += VW)
+            vstore(OPREG_DTYPE_F32, dst + off, vsum_runs(lanes + off * 16, 16));
     for (; off < n; off++) {
         float dot = 0.0f;
         for (int64_t e = 0; e < runs; e++)
@@ -202,11 +270,11 @@ AI void pa_lane_sums(float *dst, const float *lanes, int64_t runs, int64_t bs, i
  * every head at a time: each key vector is loaded once for the heads, and
  * 4 * nh chains of products run side by side. Head g's lanes go to
  * @p lanes + g * @p ll. While the slices are walked, part c of @p nc of
- * block @p next's lines is fetched (none when next < 0). Inlined with nh
+ * the fetches @p fetch plans in nc parts is issued. Inlined with nh
  * and nj constant for the common cases. */
-AI void pa_qk_pairs_group(const struct opreg__pa_args *a, const uint16_t *kb, const float *qp,
-                          int64_t qlen, int64_t j, int64_t nj, int64_t nc, int64_t chunk,
-                          int64_t nh, int64_t next, int64_t kvh, float *lanes, int64_t ll) {
+AI void pa_qk_pairs_group(const uint16_t *kb, const float *qp, int64_t qlen, int64_t j, int64_t nj,
+                          int64_t nc, int64_t chunk, int64_t nh, const struct pa_fetch *fetch,
+                          float *lanes, int64_t ll) {
     vf t[PA_PAIR_HEADS][4];
 #pragma GCC unroll 4
     for (int64_t g = 0; g < PA_PAIR_HEADS; g++)
@@ -215,7 +283,7 @@ AI void pa_qk_pairs_group(const struct opreg__pa_args *a, const uint16_t *kb, co
             t[g][u] = vzero();
     for (int64_t c = 0; c < nc; c++) {
         vf k[4] = { vzero(), vzero(), vzero(), vzero() };
-        if (next >= 0) pa_fetch_block(a, next, kvh, c, nc);
+        pa_fetch_part(fetch, c);
 #pragma GCC unroll 4
         for (int64_t u = 0; u < 4; u++)
             if (u < nj) k[u] = vload_bits(kb + c * chunk + (j + u) * 2 * VW);
@@ -237,69 +305,118 @@ AI void pa_qk_pairs_group(const struct opreg__pa_args *a, const uint16_t *kb, co
 
 /* Every vector of a bf16 key block for @p nh (<= PA_PAIR_HEADS) heads:
  * pa_qk_pairs_group four vectors at a time, inlined with nh = 4 and
- * whole groups of four for the common case, the fetches of block @p next
+ * whole groups of four for the common case, the fetches @p fetch plans
  * spread over the first group's slices. */
-AI void pa_qk_pairs(const struct opreg__pa_args *a, const uint16_t *kb, const float *qp,
-                    int64_t qlen, int64_t nvec, int64_t nc, int64_t chunk, int64_t nh, int64_t next,
-                    int64_t kvh, float *lanes, int64_t ll) {
-    for (int64_t j = 0; j < nvec; j += 4, next = -1) {
+AI void pa_qk_pairs(const uint16_t *kb, const float *qp, int64_t qlen, int64_t nvec, int64_t nc,
+                    int64_t chunk, int64_t nh, const struct pa_fetch *fetch, float *lanes,
+                    int64_t ll) {
+    for (int64_t j = 0; j < nvec; j += 4, fetch = NULL) {
         if (nh == PA_PAIR_HEADS && nvec - j >= 4)
-            pa_qk_pairs_group(a, kb, qp, qlen, j, 4, nc, chunk, PA_PAIR_HEADS, next, kvh, lanes,
-                              ll);
+            pa_qk_pairs_group(kb, qp, qlen, j, 4, nc, chunk, PA_PAIR_HEADS, fetch, lanes, ll);
         else
-            pa_qk_pairs_group(a, kb, qp, qlen, j, nvec - j < 4 ? nvec - j : 4, nc, chunk, nh, next,
-                              kvh, lanes, ll);
+            pa_qk_pairs_group(kb, qp, qlen, j, nvec - j < 4 ? nvec - j : 4, nc, chunk, nh, fetch,
+                              lanes, ll);
     }
 }
 
-/* The accumulators of one head dim for @p nh heads (@p acc, @p d vectors
- * apart) plus the products of each head's probabilities (@p p, PA_CHUNK
- * floats a head) with the dim's row of the chunk's values: the heads'
- * chains side by side, each value vector loaded once for all of them.
- * The values are of dtype @p dt (f32, bf16 or f16), widened in registers:
- * vector v of the row starts @p off elements past @p rows[v], in the cache
- * where they are read in place, else in the buffer they were widened
- * into. The first @p full vectors are whole; a last one of @p tail tokens
- * (tail < VW) is loaded with the lanes past them zeroed, since a stale NaN
- * past the sequence's end would poison 0 * NaN. Inlined with dt and nh
- * constant. */
-AI void pa_pv(int dt, vf *acc, int64_t d, const float *p, const void *const *rows, int64_t off,
-              int64_t nh, int64_t full, int64_t tail) {
-    vf t[OPREG__CPU_PA_HEADS];
-#pragma GCC unroll 8
-    for (int64_t g = 0; g < OPREG__CPU_PA_HEADS; g++)
-        t[g] = g < nh ? acc[g * d] : vzero();
-    for (int64_t v = 0; v < full; v++) {
-        vf r = vload(dt, opreg__cpu_at(dt, rows[v], off));
-#pragma GCC unroll 8
-        for (int64_t g = 0; g < nh; g++)
-            t[g] = vfma(vload(OPREG_DTYPE_F32, p + g * PA_CHUNK + v * VW), r, t[g]);
-    }
-    if (tail > 0) {
-        vf r = vload_n(dt, opreg__cpu_at(dt, rows[full], off), tail);
-#pragma GCC unroll 8
-        for (int64_t g = 0; g < nh; g++)
-            t[g] = vfma(vload(OPREG_DTYPE_F32, p + g * PA_CHUNK + full * VW), r, t[g]);
-    }
-#pragma GCC unroll 8
-    for (int64_t g = 0; g < nh; g++)
-        acc[g * d] = t[g];
-}
+/* Query heads and value vectors that pa_pv_block holds in registers:
+ * PA_PV_HEADS x PA_PV_VECS probability vectors, beside PA_PV_HEADS
+ * accumulators and a value vector (16 + 5 of AVX-512's 32 registers,
+ * 8 + 5 of AVX2's 16). */
+#define PA_PV_HEADS 4
+#define PA_PV_VECS  (VW == 16 ? 4 : 2)
 
-/* Every head dim's pa_pv for a chunk of @p nt tokens whose value vectors
- * start at @p rows, the rows of successive head dims @p ld elements
- * apart; inlined with dt constant, nh constant for the common groups of
- * query heads (4 and 8). */
-AI void pa_pv_dims(int dt, vf *acc, int64_t d, int64_t ld, const float *p, const void *const *rows,
-                   int64_t nh, int64_t nt) {
-    int64_t full = nt / VW, tail = nt % VW;
+/* What pa_pv_block adds a chunk's products to: each accumulator as it is
+ * (KEEP), times its head's factor (SCALE: the chunk raised the running
+ * maximum of some head; the others' factor is 1), or zero (FRESH: the
+ * first chunk, so the accumulators need no zeroing beforehand). */
+enum { PA_ACC_KEEP, PA_ACC_SCALE, PA_ACC_FRESH };
+
+/* For every head dim, the accumulators of @p nh (<= PA_PV_HEADS) heads
+ * (@p acc, @p d vectors a head; taken as @p from says, with @p factor's
+ * nh factors for SCALE) plus the products of their probabilities (@p p,
+ * PA_CHUNK floats a head) with @p nv (<= PA_PV_VECS) vectors of the dim's
+ * row of values: vector u of dim i's row starts i * @p ld elements past
+ * @p rows[u], in the cache where values are read in place, else in the
+ * buffer they were widened into. The probabilities stay in registers for
+ * the whole walk over the dims, so a dim costs its value loads, its
+ * accumulators' loads and stores, and nh * nv multiply-adds. The values
+ * are of dtype @p dt (f32, bf16, f16 or fp8 codes: pa_load), widened in
+ * registers; the last vector holds @p tail tokens (tail <= VW), the lanes
+ * past them loaded as zeros, since a stale NaN past the sequence's end
+ * would poison 0 * NaN.
+ * Each accumulator lane adds the chunk's vectors in order, whatever the
+ * grouping. Inlined with dt, nh, nv, tail and from constant for the
+ * common cases. */
+AI void pa_pv_block(int dt, vf *acc, int64_t d, int64_t ld, const float *p, const void *const *rows,
+                    int64_t nh, int64_t nv, int64_t tail, int from, const float *factor) {
+    vf pr[PA_PV_HEADS][PA_PV_VECS], f[PA_PV_HEADS];
+    const char *rp[PA_PV_VECS];
+    int64_t es = pa_es(dt);
+#pragma GCC unroll 4
+    for (int64_t u = 0; u < PA_PV_VECS; u++) {
+        rp[u] = u < nv ? rows[u] : NULL;
+#pragma GCC unroll 4
+        for (int64_t g = 0; g < PA_PV_HEADS; g++)
+            pr[g][u] =
+                g < nh && u < nv ? vload(OPREG_DTYPE_F32, p + g * PA_CHUNK + u * VW) : vzero();
+    }
+#pragma GCC unroll 4
+    for (int64_t g = 0; g < PA_PV_HEADS; g++)
+        f[g] = from == PA_ACC_SCALE && g < nh ? vset1(factor[g]) : vzero();
     for (int64_t i = 0; i < d; i++) {
-        if (nh == 4)
-            pa_pv(dt, acc + i, d, p, rows, i * ld, 4, full, tail);
-        else if (nh == 8)
-            pa_pv(dt, acc + i, d, p, rows, i * ld, 8, full, tail);
-        else
-            pa_pv(dt, acc + i, d, p, rows, i * ld, nh, full, tail);
+        vf t[PA_PV_HEADS];
+#pragma GCC unroll 4
+        for (int64_t g = 0; g < PA_PV_HEADS; g++) {
+            if (g >= nh || from == PA_ACC_FRESH)
+                t[g] = vzero();
+            else if (from == PA_ACC_SCALE)
+                t[g] = vmul(acc[g * d + i], f[g]);
+            else
+                t[g] = acc[g * d + i];
+        }
+#pragma GCC unroll 4
+        for (int64_t u = 0; u < PA_PV_VECS; u++)
+            if (u < nv) {
+                const void *src = rp[u] + i * ld * es;
+                vf r = u == nv - 1 && tail < VW ? pa_load_n(dt, src, tail) : pa_load(dt, src);
+#pragma GCC unroll 4
+                for (int64_t g = 0; g < PA_PV_HEADS; g++)
+                    if (g < nh) t[g] = vfma(pr[g][u], r, t[g]);
+            }
+#pragma GCC unroll 4
+        for (int64_t g = 0; g < PA_PV_HEADS; g++)
+            if (g < nh) acc[g * d + i] = t[g];
+    }
+}
+
+/* The value products of a chunk of @p nt tokens whose value vectors start
+ * at @p rows, the rows of successive head dims @p ld elements apart, for
+ * @p nh heads, added to the accumulators as @p from says (pa_pv_block;
+ * @p factor: a factor per head): pa_pv_block over groups of heads and of
+ * vectors, whole groups inlined with their sizes constant. */
+AI void pa_pv_dims(int dt, vf *acc, int64_t d, int64_t ld, const float *p, const void *const *rows,
+                   int64_t nh, int64_t nt, int from, const float *factor) {
+    int64_t nvt = (nt + VW - 1) / VW, tail = nt - (nvt - 1) * VW;
+    for (int64_t g0 = 0; g0 < nh; g0 += PA_PV_HEADS) {
+        int64_t gn = nh - g0 < PA_PV_HEADS ? nh - g0 : PA_PV_HEADS;
+        for (int64_t v0 = 0; v0 < nvt; v0 += PA_PV_VECS) {
+            int64_t vn = nvt - v0 < PA_PV_VECS ? nvt - v0 : PA_PV_VECS;
+            int64_t vt = v0 + vn == nvt ? tail : VW;
+            int f = v0 == 0 ? from : PA_ACC_KEEP; /* later groups add to the first's */
+            const float *pg = p + g0 * PA_CHUNK + v0 * VW;
+            vf *ag = acc + g0 * d;
+            const void *const *rg = rows + v0;
+            if (gn < PA_PV_HEADS || vn < PA_PV_VECS || vt < VW)
+                pa_pv_block(dt, ag, d, ld, pg, rg, gn, vn, vt, f, factor + g0);
+            else if (f == PA_ACC_KEEP)
+                pa_pv_block(dt, ag, d, ld, pg, rg, PA_PV_HEADS, PA_PV_VECS, VW, PA_ACC_KEEP, NULL);
+            else if (f == PA_ACC_SCALE)
+                pa_pv_block(dt, ag, d, ld, pg, rg, PA_PV_HEADS, PA_PV_VECS, VW, PA_ACC_SCALE,
+                            factor + g0);
+            else
+                pa_pv_block(dt, ag, d, ld, pg, rg, PA_PV_HEADS, PA_PV_VECS, VW, PA_ACC_FRESH, NULL);
+        }
     }
 }
 
@@ -335,11 +452,17 @@ AI void pa_softmax_chunk(float *lg, int64_t n, int64_t nv, float scale, float sl
     *sum += vhsum(vs);
 }
 
-/* Whether a chunk's values can be read where they lie: cache elements
- * (not fp8 codes) and blocks of whole vectors, so that no vector of a
- * chunk's tokens spans two blocks. */
+/* Whether keys are multiplied as bf16 pairs (bf16 caches in place, fp8
+ * caches widened to bf16 a block at a time): attention.c's choice, where a
+ * block's slices fill whole vectors of pairs. */
+static bool pa_keys_by_pairs(const struct opreg__pa_args *a) {
+    return a->pairs && (a->x == 8 || a->x == 16) && (a->bs * a->x) % (2 * VW) == 0;
+}
+
+/* Whether a chunk's values can be read where they lie: blocks of whole
+ * vectors, so that no vector of a chunk's tokens spans two blocks. */
 static bool pa_values_direct(const struct opreg__pa_args *a) {
-    return a->kind == 0 && a->bs % VW == 0;
+    return a->bs % VW == 0;
 }
 
 /* Query heads h0..h0+nh-1 of sequence @p s, on KV head @p kvh. The blocks
@@ -355,12 +478,14 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
     int64_t cb = PA_CHUNK / bs, ct = cb * bs; /* blocks and tokens a chunk */
     float *buf = sb->keys, *vbuf = sb->vals;
     /* Values are read in place where every vector of a chunk's tokens lies
-     * in one block; else (fp8 codes, blocks narrower than a vector) each
-     * block is widened into vbuf first. */
+     * in one block; else (blocks narrower than a vector) each block is
+     * widened into vbuf first. */
     bool direct = pa_values_direct(a);
-    /* bf16 keys multiplied as pairs (attention.c's choice) where a
-     * block's slices fill whole vectors of pairs */
-    bool pairs = a->pairs && (x == 8 || x == 16) && chunk % (2 * VW) == 0;
+    int vdt = pa_cache_dt(a);
+    /* fp8 codes are widened to their values; kv_scale goes on the logits
+     * (with the softmax's scale) and on the output */
+    float kvs = a->kind ? a->kv_scale : 1.0f, lscale = a->scale * kvs;
+    bool pairs = pa_keys_by_pairs(a);
     const void *vrows[PA_CHUNK / VW];
     for (int64_t v = 0; !direct && v < PA_CHUNK / VW; v++)
         vrows[v] = vbuf + v * VW;
@@ -372,17 +497,20 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
      * each of PA_PAIR_HEADS */
     float lanes[PA_PAIR_HEADS * OPREG__CPU_PA_MAX_BLOCK * 8];
     float m[OPREG__CPU_PA_HEADS], sum[OPREG__CPU_PA_HEADS], slope[OPREG__CPU_PA_HEADS];
+    float factor[OPREG__CPU_PA_HEADS];
     for (int64_t g = 0; g < nh; g++) {
         int64_t h = h0 + g;
         if (pairs) {
             /* per slice, one vector: lane k the bf16 pair k % (x/2) of the
              * slice, as the keys' lanes hold them */
             const uint16_t *qh = (const uint16_t *)a->q + s * a->q_stride + h * d;
+            uint32_t *qp = (uint32_t *)(sb->qpat + g * sb->qlen);
             for (int64_t c = 0; c < d / x; c++)
-                for (int64_t k = 0; k < VW; k++) {
-                    const uint16_t *e = qh + c * x + 2 * (k % (x / 2));
-                    uint32_t bits = (uint32_t)e[0] | (uint32_t)e[1] << 16;
-                    memcpy(sb->qpat + g * sb->qlen + c * VW + k, &bits, sizeof bits);
+                for (int64_t e = 0; e < x / 2; e++) {
+                    uint32_t bits = (uint32_t)qh[c * x + 2 * e] | (uint32_t)qh[c * x + 2 * e + 1]
+                                                                      << 16;
+                    for (int64_t k = e; k < VW; k += x / 2)
+                        qp[c * VW + k] = bits;
                 }
         } else {
             /* w is a multiple of x (both powers of two): the chunk's x
@@ -394,8 +522,6 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
                         sb->qpat[g * sb->qlen + c * w + k] = v;
                 }
         }
-        for (int64_t i = 0; i < d; i++)
-            acc[g * d + i] = vzero();
         m[g] = -INFINITY;
         sum[g] = 0.0f;
         slope[g] = a->alibi ? a->alibi[h] : 0.0f;
@@ -407,14 +533,18 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
             int64_t blk = a->bt[s * a->max_blocks + b], col = (b - b0) * bs;
             int64_t n = l - b * bs < bs ? l - b * bs : bs;
             int64_t next = (b + 1) * bs < l ? a->bt[s * a->max_blocks + b + 1] : -1;
+            /* the next block's lines, a part for each slice (pairs) or
+             * query head */
+            struct pa_fetch fetch = pa_fetch_plan(a, next, kvh, pairs ? d / x : nh);
             if (pairs) {
                 const uint16_t *kb =
-                    (const uint16_t *)a->kc + blk * a->kblk + kvh * chunk * (d / x);
+                    a->kind ? pa_keys_bf16(a, blk, kvh, (uint16_t *)buf)
+                            : (const uint16_t *)a->kc + blk * a->kblk + kvh * chunk * (d / x);
                 int64_t ll = chunk / 2;
                 for (int64_t g0 = 0; g0 < nh; g0 += PA_PAIR_HEADS) {
                     int64_t gn = nh - g0 < PA_PAIR_HEADS ? nh - g0 : PA_PAIR_HEADS;
-                    pa_qk_pairs(a, kb, sb->qpat + g0 * sb->qlen, sb->qlen, chunk / (2 * VW), d / x,
-                                chunk, gn, g0 == 0 ? next : -1, kvh, lanes, ll);
+                    pa_qk_pairs(kb, sb->qpat + g0 * sb->qlen, sb->qlen, chunk / (2 * VW), d / x,
+                                chunk, gn, g0 == 0 ? &fetch : NULL, lanes, ll);
                     /* each token's logit is the sum of its x/2 lanes */
                     for (int64_t g = 0; g < gn; g++)
                         pa_lane_sums(p[g0 + g] + col, lanes + g * ll, x / 2, bs, n);
@@ -422,7 +552,7 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
             } else {
                 const float *kb = pa_keys(a, blk, kvh, buf);
                 for (int64_t g = 0; g < nh; g++) {
-                    if (next >= 0) pa_fetch_block(a, next, kvh, g, nh);
+                    pa_fetch_part(&fetch, g);
                     /* four vectors of tokens at a time, so that four chains
                      * of multiply-adds run side by side */
                     for (int64_t j = 0; j < nvec; j += 4) {
@@ -439,38 +569,49 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
             if (direct)
                 for (int64_t off = 0; off < bs; off += VW)
                     vrows[(col + off) / VW] =
-                        opreg__cpu_at(a->dt, a->vc, blk * a->vblk + kvh * d * bs + off);
+                        (const char *)a->vc + (blk * a->vblk + kvh * d * bs + off) * pa_es(vdt);
             else
                 pa_values_into(a, blk, kvh, n, vbuf, PA_CHUNK, col);
         }
-        /* the columns past the chunk's tokens, up to a whole vector */
-        for (int64_t i = 0; !direct && i < d; i++)
-            for (int64_t off = nt; off < nv * VW; off++)
-                vbuf[i * PA_CHUNK + off] = 0.0f;
+        /* the accumulators start at the first chunk; after it, a head
+         * whose maximum the chunk raised scales what came before */
+        int from = b0 == 0 ? PA_ACC_FRESH : PA_ACC_KEEP;
         for (int64_t g = 0; g < nh; g++) {
             float before = m[g];
-            pa_softmax_chunk(p[g], nt, nv, a->scale, slope[g], t0 - l + 1, &m[g], &sum[g]);
+            pa_softmax_chunk(p[g], nt, nv, lscale, slope[g], t0 - l + 1, &m[g], &sum[g]);
             /* the factor the chunk's new maximum puts on what came before
              * (pa_softmax_chunk's own, computed the same way) */
-            if (m[g] != before) {
-                vf r = vset1(expf(before - m[g]));
-                for (int64_t i = 0; i < d; i++)
-                    acc[g * d + i] = vmul(acc[g * d + i], r);
-            }
+            factor[g] = m[g] != before ? expf(before - m[g]) : 1.0f;
+            if (from == PA_ACC_KEEP && m[g] != before) from = PA_ACC_SCALE;
         }
-        if (direct && a->dt == OPREG_DTYPE_BF16)
-            pa_pv_dims(OPREG_DTYPE_BF16, acc, d, bs, &p[0][0], vrows, nh, nt);
-        else if (direct && a->dt == OPREG_DTYPE_F16)
-            pa_pv_dims(OPREG_DTYPE_F16, acc, d, bs, &p[0][0], vrows, nh, nt);
+        if (direct && vdt == OPREG_DTYPE_BF16)
+            pa_pv_dims(OPREG_DTYPE_BF16, acc, d, bs, &p[0][0], vrows, nh, nt, from, factor);
+        else if (direct && vdt == OPREG_DTYPE_F16)
+            pa_pv_dims(OPREG_DTYPE_F16, acc, d, bs, &p[0][0], vrows, nh, nt, from, factor);
+        else if (direct && vdt == OPREG_DTYPE_F8_E4M3FN)
+            pa_pv_dims(OPREG_DTYPE_F8_E4M3FN, acc, d, bs, &p[0][0], vrows, nh, nt, from, factor);
+        else if (direct && vdt == OPREG_DTYPE_F8_E5M2)
+            pa_pv_dims(OPREG_DTYPE_F8_E5M2, acc, d, bs, &p[0][0], vrows, nh, nt, from, factor);
         else if (direct)
-            pa_pv_dims(OPREG_DTYPE_F32, acc, d, bs, &p[0][0], vrows, nh, nt);
-        else /* whole vectors: the buffer's columns past nt are zeros */
-            pa_pv_dims(OPREG_DTYPE_F32, acc, d, PA_CHUNK, &p[0][0], vrows, nh, nv * VW);
+            pa_pv_dims(OPREG_DTYPE_F32, acc, d, bs, &p[0][0], vrows, nh, nt, from, factor);
+        else
+            pa_pv_dims(OPREG_DTYPE_F32, acc, d, PA_CHUNK, &p[0][0], vrows, nh, nt, from, factor);
     }
-    for (int64_t g = 0; g < nh; g++)
-        for (int64_t i = 0; i < d; i++)
-            opreg__cpu_st(a->dt, a->out, (s * a->hq + h0 + g) * d + i,
-                          l > 0 ? vhsum(acc[g * d + i]) / sum[g] : 0.0f);
+    /* each head dim's lanes summed, VW dims a vector (vhsum_each adds as
+     * vhsum does), times kv_scale, divided by the head's sum and rounded
+     * as opreg__cpu_st rounds */
+    for (int64_t g = 0; g < nh; g++) {
+        int64_t es = (int64_t)opreg__cpu_es(a->dt), o = (s * a->hq + h0 + g) * d, i = 0;
+        vf rs = vset1(l > 0 ? sum[g] : 1.0f), vk = vset1(kvs);
+        for (; i + VW <= d; i += VW) {
+            vf h = vhsum_each((const float *)(acc + g * d + i));
+            vstore_exact_n(a->dt, (char *)a->out + (o + i) * es,
+                           l > 0 ? vdiv(vmul(h, vk), rs) : vzero(), VW);
+        }
+        for (; i < d; i++)
+            opreg__cpu_st(a->dt, a->out, o + i,
+                          l > 0 ? vhsum(acc[g * d + i]) * kvs / sum[g] : 0.0f);
+    }
 }
 
 /* The buffers of a pass of up to @p heads query heads, carved from this
@@ -479,7 +620,8 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
  * buffers after them are read with unaligned loads. */
 static bool pa_scratch(const struct opreg__pa_args *a, int64_t heads, struct pa_bufs *sb) {
     int64_t d = a->d, qlen = d * (VW > a->x ? VW / a->x : 1);
-    int64_t nacc = heads * d * VW, nq = heads * qlen, nk = d * a->bs;
+    int64_t nacc = heads * d * VW, nq = heads * qlen,
+            nk = pa_keys_by_pairs(a) && a->kind == 0 ? 0 : d * a->bs;
     int64_t nv = pa_values_direct(a) ? 0 : d * PA_CHUNK;
     float *base = opreg__cpu_scratch((size_t)(nacc + nq + nk + nv) * sizeof(float));
     if (!base) return false;

@@ -59,8 +59,10 @@ struct opreg__quant_args {
 };
 
 /* paged_attention_v1: work item r is sequence r / hkv, KV head r % hkv.
- * fp8 caches (kind 1 e4m3fn, 2 e5m2) decode through lut (code * kv_scale);
- * kind 0 caches are in dt, the query's dtype. */
+ * fp8 caches (kind 1 e4m3fn, 2 e5m2) decode through a table of code *
+ * kv_scale on the portable path; the SIMD paths widen codes exactly in
+ * registers and put kv_scale on the logits and the output. kind 0 caches
+ * are in dt, the query's dtype. */
 struct opreg__pa_args {
     void *out;
     const void *q, *kc, *vc;
@@ -70,11 +72,11 @@ struct opreg__pa_args {
     int64_t kblk, vblk; /* block strides of the caches, elements */
     int64_t q_stride;   /* from one sequence's query to the next, elements */
     float scale;
+    float kv_scale; /* fp8 caches: the factor on a code's value */
     int dt, kind;
     /* bf16 keys multiplied as pairs where they lie (vdot_bf16x2), not
      * widened first: attention.c chooses, attention_simd.h says how */
     bool pairs;
-    float lut[256];
 };
 
 /* A GEMV (gemv.c): out [m, n] from m input rows of k elements, a->in_stride

@@ -367,4 +367,16 @@ VI vf vload_e4m3_n(const uint8_t *p, int64_t n) {
     return vload_e4m3(buf);
 }
 
+/* VW e5m2 codes at p as floats, exactly (a code is the high byte of the
+ * f16 of its value); _n: the first n < VW, zeros after. */
+VI vf vload_e5m2(const uint8_t *p) {
+    return _mm256_cvtph_ps(
+        _mm_slli_epi16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)p)), 8));
+}
+VI vf vload_e5m2_n(const uint8_t *p, int64_t n) {
+    unsigned char buf[8] = { 0 };
+    memcpy(buf, p, (size_t)n);
+    return vload_e5m2(buf);
+}
+
 #endif

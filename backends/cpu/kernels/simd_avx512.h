@@ -377,4 +377,15 @@ VI vf vload_e4m3_n(const uint8_t *p, int64_t n) {
     return e4m3_widen(_mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(tail_mask(n), p)));
 }
 
+/* VW e5m2 codes at p as floats, exactly (a code is the high byte of the
+ * f16 of its value); _n: the first n < VW, zeros after. */
+VI vf vload_e5m2(const uint8_t *p) {
+    return _mm512_cvtph_ps(
+        _mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p)), 8));
+}
+VI vf vload_e5m2_n(const uint8_t *p, int64_t n) {
+    return _mm512_cvtph_ps(
+        _mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(tail_mask(n), p)), 8));
+}
+
 #endif
