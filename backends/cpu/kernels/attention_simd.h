@@ -16,11 +16,10 @@
  *   (pa_softmax_chunk).
  * - The chunk's values ([head_size][block_size] a block) are read where
  *   they lie, widened in registers: four heads' probabilities for four
- *   (AVX2: two) vectors of tokens are held in registers while the head
- *   dims are walked, each dim's row of values multiplied with them a
- *   vector at a time (pa_pv_block). Where a vector would span two blocks
- *   (blocks narrower than a vector) or the cache holds fp8 codes (widened
- *   through a table), the blocks are widened side by side into one
+ *   vectors of tokens are held while the head dims are walked, each
+ *   dim's row of values multiplied with them a vector at a time
+ *   (pa_pv_block). Where a vector would span two blocks (blocks narrower
+ *   than a vector), the blocks are widened side by side into one
  *   [head_size][PA_CHUNK] buffer first, and pa_pv_block reads that. The
  *   products' lanes are not summed per chunk: each head dim keeps a
  *   vector accumulator (rescaled with the running maximum like the sum),
@@ -65,9 +64,9 @@
 struct pa_bufs {
     vf *acc;     /* [heads][head_size]: a head dim's products, lane by lane */
     float *qpat; /* [heads][qlen]: each head's query in the keys' layout */
-    float *keys; /* [head_size * block_size]: a key block widened (none
-                  * where bf16 keys are multiplied in place; fp8 keys
-                  * as bf16 fill half) */
+    float *keys; /* [head_size * block_size]: a key block widened to f32,
+                  * or (fp8 keys by pairs) to bf16 in half the room;
+                  * none where bf16 keys are multiplied in place */
     float *vals; /* [head_size][PA_CHUNK]: a chunk's value blocks widened */
     int64_t qlen;
 };
@@ -107,27 +106,6 @@ AI void pa_widen(int dt, float *buf, const void *src, int64_t count) {
         vstore_n(OPREG_DTYPE_F32, buf + i, pa_load_n(dt, c + i * es, count - i), count - i);
 }
 
-/* Key block @p blk of KV head @p kvh ([head_size/x][block_size][x]) as
- * f32: in place for f32, else widened into @p buf (fp8 codes without
- * kv_scale: pa_attend puts it on the logits). Slots past the sequence's
- * end need no zeroing: their logits are never used. */
-static const float *pa_keys(const struct opreg__pa_args *a, int64_t blk, int64_t kvh, float *buf) {
-    int64_t count = a->d * a->bs, base = blk * a->kblk + kvh * count;
-    int dt = pa_cache_dt(a);
-    const char *src = (const char *)a->kc + base * pa_es(dt);
-    if (dt == OPREG_DTYPE_F32)
-        return (const float *)src;
-    else if (dt == OPREG_DTYPE_BF16)
-        pa_widen(OPREG_DTYPE_BF16, buf, src, count);
-    else if (dt == OPREG_DTYPE_F16)
-        pa_widen(OPREG_DTYPE_F16, buf, src, count);
-    else if (dt == OPREG_DTYPE_F8_E4M3FN)
-        pa_widen(OPREG_DTYPE_F8_E4M3FN, buf, src, count);
-    else
-        pa_widen(OPREG_DTYPE_F8_E5M2, buf, src, count);
-    return buf;
-}
-
 /* The lines of KV head kvh's part of a block of both caches, fetched into
  * L1 a part at a time: the blocks of a sequence lie wherever the block
  * table puts them, so the hardware's prefetcher, which follows addresses,
@@ -146,7 +124,7 @@ struct pa_fetch {
 static struct pa_fetch pa_fetch_plan(const struct opreg__pa_args *a, int64_t blk, int64_t kvh,
                                      int64_t parts) {
     struct pa_fetch f = { NULL, NULL, 0, 0 };
-    int64_t es = a->kind ? 1 : (int64_t)opreg__cpu_es(a->dt), count = a->d * a->bs;
+    int64_t es = pa_es(pa_cache_dt(a)), count = a->d * a->bs;
     if (blk < 0) return f;
     f.k = (const char *)a->kc + (blk * a->kblk + kvh * count) * es;
     f.v = (const char *)a->vc + (blk * a->vblk + kvh * count) * es;
@@ -174,6 +152,34 @@ AI void pa_widen_rows(int dt, float *dst, int64_t ld, const char *src, int64_t d
         pa_widen(dt, dst + i * ld, src + i * bs * pa_es(dt), n);
 }
 
+/* pa_widen_rows for any cache dtype @p dt, each inlined with it constant. */
+static void pa_widen_any(int dt, float *dst, int64_t ld, const char *src, int64_t d, int64_t bs,
+                         int64_t n) {
+    if (dt == OPREG_DTYPE_F32)
+        pa_widen_rows(OPREG_DTYPE_F32, dst, ld, src, d, bs, n);
+    else if (dt == OPREG_DTYPE_BF16)
+        pa_widen_rows(OPREG_DTYPE_BF16, dst, ld, src, d, bs, n);
+    else if (dt == OPREG_DTYPE_F16)
+        pa_widen_rows(OPREG_DTYPE_F16, dst, ld, src, d, bs, n);
+    else if (dt == OPREG_DTYPE_F8_E4M3FN)
+        pa_widen_rows(OPREG_DTYPE_F8_E4M3FN, dst, ld, src, d, bs, n);
+    else
+        pa_widen_rows(OPREG_DTYPE_F8_E5M2, dst, ld, src, d, bs, n);
+}
+
+/* Key block @p blk of KV head @p kvh ([head_size/x][block_size][x]) as
+ * f32: in place for f32, else widened into @p buf (fp8 codes without
+ * kv_scale: pa_attend puts it on the logits), as one row. Slots past the
+ * sequence's end need no zeroing: their logits are never used. */
+static const float *pa_keys(const struct opreg__pa_args *a, int64_t blk, int64_t kvh, float *buf) {
+    int64_t count = a->d * a->bs, base = blk * a->kblk + kvh * count;
+    int dt = pa_cache_dt(a);
+    const char *src = (const char *)a->kc + base * pa_es(dt);
+    if (dt == OPREG_DTYPE_F32) return (const float *)src;
+    pa_widen_any(dt, buf, 0, src, 1, count, count);
+    return buf;
+}
+
 /* The first @p n tokens of value block @p blk of KV head @p kvh
  * ([head_size][block_size]) as f32 (fp8 codes without kv_scale) into
  * columns [col, col + n) of the rows of @p dst (@p ld floats apart). The
@@ -183,17 +189,7 @@ static void pa_values_into(const struct opreg__pa_args *a, int64_t blk, int64_t 
                            float *dst, int64_t ld, int64_t col) {
     int64_t d = a->d, bs = a->bs, base = blk * a->vblk + kvh * d * bs;
     int dt = pa_cache_dt(a);
-    const char *src = (const char *)a->vc + base * pa_es(dt);
-    if (dt == OPREG_DTYPE_F32)
-        pa_widen_rows(OPREG_DTYPE_F32, dst + col, ld, src, d, bs, n);
-    else if (dt == OPREG_DTYPE_BF16)
-        pa_widen_rows(OPREG_DTYPE_BF16, dst + col, ld, src, d, bs, n);
-    else if (dt == OPREG_DTYPE_F16)
-        pa_widen_rows(OPREG_DTYPE_F16, dst + col, ld, src, d, bs, n);
-    else if (dt == OPREG_DTYPE_F8_E4M3FN)
-        pa_widen_rows(OPREG_DTYPE_F8_E4M3FN, dst + col, ld, src, d, bs, n);
-    else
-        pa_widen_rows(OPREG_DTYPE_F8_E5M2, dst + col, ld, src, d, bs, n);
+    pa_widen_any(dt, dst + col, ld, (const char *)a->vc + base * pa_es(dt), d, bs, n);
 }
 
 /* fp8 key block @p blk of KV head @p kvh as bf16 into @p buf, in its
@@ -240,8 +236,14 @@ AI void pa_qk(const float *kp, const float *qp, int64_t j, int64_t nc, int64_t c
  * (the tokens past n get logits the softmax drops). */
 AI void pa_lane_sums(float *dst, const float *lanes, int64_t runs, int64_t bs, int64_t n) {
     int64_t off = 0;
-    /* vsum_runs with runs constant: its vectors stay in registers */
-    if (runs == 4)
+    /* On AVX-512, vsum_runs with runs constant keeps its vectors in
+     * registers; on AVX2 the constant runs measured slower than the
+     * variable one (2 x 512 tokens, 16 x 2048), so AVX2 keeps runs as
+     * it comes. */
+    if (VW == 8)
+        for (; off + VW <= bs; off += VW)
+            vstore(OPREG_DTYPE_F32, dst + off, vsum_runs(lanes + off * runs, runs));
+    else if (runs == 4)
         for (; off + VW <= bs; off += VW)
             vstore(OPREG_DTYPE_F32, dst + off, vsum_runs(lanes + off * 4, 4));
     else if (runs == 8)
@@ -319,12 +321,14 @@ AI void pa_qk_pairs(const uint16_t *kb, const float *qp, int64_t qlen, int64_t n
     }
 }
 
-/* Query heads and value vectors that pa_pv_block holds in registers:
- * PA_PV_HEADS x PA_PV_VECS probability vectors, beside PA_PV_HEADS
- * accumulators and a value vector (16 + 5 of AVX-512's 32 registers,
- * 8 + 5 of AVX2's 16). */
+/* Query heads and value vectors that pa_pv_block holds: PA_PV_HEADS x
+ * PA_PV_VECS probability vectors, beside PA_PV_HEADS accumulators and a
+ * value vector. On AVX-512 all 16 + 5 sit in its 32 registers; on AVX2
+ * (16 registers) some probabilities stay on the stack and are taken as
+ * the multiply-adds' memory operands, which measured faster than two
+ * vectors of tokens in registers and twice the accumulator traffic. */
 #define PA_PV_HEADS 4
-#define PA_PV_VECS  (VW == 16 ? 4 : 2)
+#define PA_PV_VECS  4
 
 /* What pa_pv_block adds a chunk's products to: each accumulator as it is
  * (KEEP), times its head's factor (SCALE: the chunk raised the running
@@ -620,8 +624,9 @@ static void pa_attend(const struct opreg__pa_args *a, int64_t s, int64_t kvh, in
  * buffers after them are read with unaligned loads. */
 static bool pa_scratch(const struct opreg__pa_args *a, int64_t heads, struct pa_bufs *sb) {
     int64_t d = a->d, qlen = d * (VW > a->x ? VW / a->x : 1);
-    int64_t nacc = heads * d * VW, nq = heads * qlen,
-            nk = pa_keys_by_pairs(a) && a->kind == 0 ? 0 : d * a->bs;
+    /* keys: f32 widened, none for bf16 pairs in place, bf16 for fp8 pairs */
+    int64_t nacc = heads * d * VW, nq = heads * qlen, nk = d * a->bs;
+    if (pa_keys_by_pairs(a)) nk = a->kind ? nk / 2 : 0;
     int64_t nv = pa_values_direct(a) ? 0 : d * PA_CHUNK;
     float *base = opreg__cpu_scratch((size_t)(nacc + nq + nk + nv) * sizeof(float));
     if (!base) return false;
