@@ -19,7 +19,7 @@ void opreg_gen_set(DLTensor *t, int64_t i, double v) {
     opreg__st((char *)t->data + t->byte_offset, (int)opreg_gen_dtype_of(t), i, v);
 }
 
-/* The tolerances (documented in opreg_inputs.h and `opreg run --help`):
+/* The tolerances (documented in include/opreg/inputs.h and `opreg run --help`):
  * f32: 1e-4 relative (reductions and fast exp/erf/tanh), f16 and bf16 about
  * two ulps (2^-10, 2^-7: one for the rounding of the result, one for the
  * order of the float math before it), fp8 one ulp, int8 one step (x/s against

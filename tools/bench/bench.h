@@ -38,7 +38,7 @@ int triad_init(struct triad *t);
 double triad_run(const struct triad *t);
 void triad_free(struct triad *t);
 
-/* One op's inputs (tools/cmd/opreg_inputs.h), built once and called many
+/* One op's inputs (include/opreg/inputs.h), built once and called many
  * times through the default registry (bench_case.c). */
 struct op_case {
     const opreg_op *op;

@@ -9,7 +9,7 @@
  * and a low one says the call is bound by something other than memory.
  *
  * `bench_python.py --small` measures the same calls from Python beside
- * torch's own ops; tools/scripts/plot_small.py draws both from the JSON. */
+ * torch's own ops; tools/bench/plot_small.py draws both from the JSON. */
 #include "opreg/opreg.h"
 #include "tools/bench/bench.h"
 

@@ -5,7 +5,7 @@
  * combined KV cache (kv_split), and each option (fp8 caches, per-token
  * scales, GPT-J rotation, ALiBi, no bias). Both calls get byte-identical
  * copies of the same random inputs; every written and returned tensor is
- * compared with the dtype's tolerance (tools/cmd/opreg_inputs.h). The whole table
+ * compared with the dtype's tolerance (include/opreg/inputs.h). The whole table
  * runs once per instruction-set path this CPU has (portable, AVX2,
  * AVX-512, ...). */
 #include "backends/cpu/kernels/cpu_kernels.h"
