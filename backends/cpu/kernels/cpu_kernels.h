@@ -122,6 +122,12 @@ int opreg__cpu_gemv_pairs(void);
 int opreg__cpu_set_gemv_pairs(int on);
 /* Whether the CPU has AVX512-VBMI (cpuid, read once). */
 bool opreg__cpu_has_vbmi(void);
+/* Whether the CPU's vendor is Intel (cpuid, read once). */
+bool opreg__cpu_is_intel(void);
+/* The fewest input rows at which the GEMV tiles fetch their weights ahead
+ * of the hardware's prefetcher: 1 on Intel CPUs, 3 elsewhere (measured:
+ * gemv.c). */
+int opreg__cpu_gemv_fetch_rows(void);
 
 /* cutlass_scaled_mm: @p dt I8 (int32 sums) or F8_E4M3FN (f32 sums) for a
  * [m, k], rows @p a_stride apart, and b [k, n] column-major, columns

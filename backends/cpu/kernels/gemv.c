@@ -133,6 +133,21 @@ static int64_t task_bytes(int64_t weight_bytes, bool panel) {
     return panel ? weight_bytes / 4 : weight_bytes;
 }
 
+/* The tiles' fetch ahead (gemv_simd.h, GEMV_TILE_AHEAD) pays from 3 input
+ * rows everywhere. Below that it depends on the CPU. On an Intel Xeon
+ * (Emerald Rapids, 2 vCPUs, 2026-12-07) the hardware's prefetcher alone
+ * kept bf16 at M = 1 below M = 4's rate; fetching ahead at every height
+ * took bf16 M = 1 from 25-28 to 28-43 GB/s (`opreg bench ops`, 4096 x
+ * 4096 and the two 14336 shapes, two rounds alternating), and
+ * from Python, eight weights in turn, from 0.77-0.91 of torch 2.15's
+ * F.linear to 1.09-1.14 times faster at M = 1 (1.33-1.45 -> 1.73-1.91 at
+ * M = 2). On Zen 5 it cost bf16 and f32 up to a tenth at M = 1, so other
+ * vendors keep 3 (docs/performance.md, "Fetching ahead at every tile
+ * height on Intel"). */
+int opreg__cpu_gemv_fetch_rows(void) {
+    return opreg__cpu_is_intel() ? 1 : 3;
+}
+
 static size_t elem_bytes(int dt) {
     return dt == OPREG_DTYPE_F32 ? 4 : dt == OPREG_DTYPE_I8 || dt == OPREG_DTYPE_F8_E4M3FN ? 1 : 2;
 }
@@ -152,6 +167,7 @@ void opreg__cpu_gemv_linear(int isa, int dt, void *out, const void *in, const vo
         .w_stride = k,
         .dt = dt,
         .out_dt = dt,
+        .fetch_rows = opreg__cpu_gemv_fetch_rows(),
     };
     if (m == 0 || n == 0) return;
     /* k = 0: the result is the bias or zeros, and the operands may have no
@@ -194,6 +210,7 @@ void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const voi
         .out_dt = out_dt,
         .per_token = per_token,
         .per_channel = per_channel,
+        .fetch_rows = opreg__cpu_gemv_fetch_rows(),
     };
     opreg__cpu_range_fn fn = dt == OPREG_DTYPE_I8 ? gemv_int8_portable : gemv_float_portable;
     void *packed = NULL;

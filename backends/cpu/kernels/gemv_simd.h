@@ -59,7 +59,11 @@ AI size_t gemv_es(int dt) {
  * of the next tile's rows was fetched ahead. Both cores, weights from
  * memory, machine D, rounds alternating with the build before: fp8
  * M = 4, K = 4096, 34-35.5 -> 36-40.5 GB/s; M = 2 33-34 -> 37.5; bf16
- * M = 4 (now fetched too, from 3 rows as int8) 30-38 -> 37-40. */
+ * M = 4 (now fetched too, from 3 rows as int8) 30-38 -> 37-40.
+ *
+ * The float and int8 tiles fetch from opreg__gemv_args.fetch_rows input
+ * rows on: 3, or 1 on Intel CPUs, where the fetch pays at every height
+ * (gemv.c, opreg__cpu_gemv_fetch_rows). */
 #define GEMV_TILE_AHEAD 2048
 
 /* The line a tile fetches in weight row @p r of its @p nr (@p ws bytes
@@ -85,6 +89,7 @@ AI void gemv_lanes_tile(int dt, const struct opreg__gemv_args *a, int64_t i0, in
     size_t xs = (size_t)a->in_stride * es, ws = (size_t)a->w_stride * es;
     vf acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
     int64_t p = 0, k = a->k;
+    bool fetch = mt >= a->fetch_rows;
 #pragma GCC unroll 4
     for (int i = 0; i < mt; i++)
 #pragma GCC unroll 4
@@ -93,7 +98,7 @@ AI void gemv_lanes_tile(int dt, const struct opreg__gemv_args *a, int64_t i0, in
     for (; p + VW <= k; p += VW) {
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++) {
-            if (mt > 2)
+            if (fetch)
                 _mm_prefetch(gemv_tile_ahead(w, ws, r, nr, p * (int64_t)es, k * (int64_t)es),
                              _MM_HINT_T0);
             wv[r] = gemv_load(dt, w + r * ws + (size_t)p * es);
@@ -130,6 +135,7 @@ AI void gemv_pairs_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, in
     const uint16_t *x = (const uint16_t *)a->in + i0 * a->in_stride;
     const uint16_t *w = (const uint16_t *)a->w + j0 * a->w_stride;
     int64_t xs = a->in_stride, ws = a->w_stride, p = 0, k = a->k;
+    bool fetch = mt >= a->fetch_rows;
     vf acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
 #pragma GCC unroll 4
     for (int i = 0; i < mt; i++)
@@ -139,7 +145,7 @@ AI void gemv_pairs_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, in
     for (; p + 2 * VW <= k; p += 2 * VW) {
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++) {
-            if (mt > 2)
+            if (fetch)
                 _mm_prefetch(gemv_tile_ahead(w, (size_t)ws * 2, r, nr, p * 2, k * 2), _MM_HINT_T0);
             wv[r] = vload_bits(w + r * ws + p);
         }
@@ -310,6 +316,7 @@ AI void gemv_u8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int64
     const int8_t *w = (const int8_t *)a->w + j0 * a->w_stride;
     const uint32_t *xsum = (const uint32_t *)a->packed + i0;
     int64_t ws = a->w_stride, xs = a->in_stride, k = a->k, p = 0;
+    bool fetch = mt >= a->fetch_rows;
     const __m512i flip = _mm512_set1_epi8(-128);
     __m512i acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wv[OPREG__GEMV_COLS];
 #pragma GCC unroll 4
@@ -320,7 +327,7 @@ AI void gemv_u8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int64
     for (; p + 64 <= k; p += 64) {
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++) {
-            if (mt > 2) _mm_prefetch(gemv_tile_ahead(w, (size_t)ws, r, nr, p, k), _MM_HINT_T0);
+            if (fetch) _mm_prefetch(gemv_tile_ahead(w, (size_t)ws, r, nr, p, k), _MM_HINT_T0);
             wv[r] = _mm512_xor_si512(_mm512_loadu_si512(w + r * ws + p), flip);
         }
 #pragma GCC unroll 4

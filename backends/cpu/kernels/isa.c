@@ -89,6 +89,23 @@ bool opreg__cpu_has_vbmi(void) {
 #endif
 }
 
+bool opreg__cpu_is_intel(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    static atomic_int intel = -1;
+    int v = atomic_load_explicit(&intel, memory_order_relaxed);
+    if (v < 0) {
+        unsigned a, b = 0, c = 0, d = 0;
+        /* "GenuineIntel" in ebx, edx, ecx */
+        v = __get_cpuid(0, &a, &b, &c, &d) && b == 0x756E6547u && d == 0x49656E69u &&
+            c == 0x6C65746Eu;
+        atomic_store_explicit(&intel, v, memory_order_relaxed);
+    }
+    return v;
+#else
+    return false;
+#endif
+}
+
 /* OPREG_CPU_ISA caps the path, as oneDNN's ONEDNN_MAX_CPU_ISA does: for
  * comparing paths on one machine, or for ruling one out. -1 when unset or
  * not a path's name. */

@@ -97,6 +97,9 @@ struct opreg__gemv_args {
      * kernels, f32 in blocks of k (gemv_pack in gemv_simd.h; int8 panels:
      * gemv_pack_u8). */
     const void *packed;
+    /* Tiles of this many input rows or more fetch their weights ahead
+     * (gemv_tile_ahead): opreg__cpu_gemv_fetch_rows(). */
+    int fetch_rows;
 };
 
 #define OPREG__GEMV_COLS 4

@@ -315,9 +315,32 @@ TEST(pairs_choice) {
     opreg__cpu_set_gemv_pairs(prev);
 }
 
+/* The tiles' fetch ahead: from 1 input row on Intel CPUs, from 3
+ * elsewhere, the vendor read as /proc/cpuinfo names it where it can be
+ * read. */
+TEST(fetch_rows_by_vendor) {
+    int rows = opreg__cpu_gemv_fetch_rows();
+    bool intel = opreg__cpu_is_intel();
+    printf("test_cpu_gemv: %s CPU: tiles of %d rows or more fetch ahead\n",
+           intel ? "an Intel" : "a non-Intel", rows);
+    if (rows != (intel ? 1 : 3))
+        TEST_FAIL_AT("fetch rows %d on %s CPU", rows, intel ? "an Intel" : "another");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[256];
+    int seen = -1;
+    while (seen < 0 && fgets(line, sizeof line, f))
+        if (strncmp(line, "vendor_id", 9) == 0) seen = strstr(line, "GenuineIntel") != NULL;
+    fclose(f);
+    if (seen >= 0 && seen != intel)
+        TEST_FAIL_AT("/proc/cpuinfo says %s, opreg__cpu_is_intel() %d",
+                     seen ? "Intel" : "not Intel", intel);
+}
+
 int main(void) {
     kt_report_isas("test_cpu_gemv");
     RUN(pairs_choice);
+    RUN(fetch_rows_by_vendor);
     for (pairs_pass = 0; pairs_pass < 2; pairs_pass++) {
         if (pairs_pass && opreg__cpu_isa_detected() < OPREG__ISA_AVX512_BF16) {
             printf("test_cpu_gemv: pairs kernels NOT CHECKABLE on this CPU (no AVX512-BF16)\n");
