@@ -235,23 +235,9 @@ AI void pa_qk(const float *kp, const float *qp, int64_t j, int64_t nc, int64_t c
  * block of @p bs has them, else one by one up to the @p n in the sequence
  * (the tokens past n get logits the softmax drops). */
 AI void pa_lane_sums(float *dst, const float *lanes, int64_t runs, int64_t bs, int64_t n) {
-    int64_t off = 0;
-    /* On AVX-512, vsum_runs with runs constant keeps its vectors in
-     * registers; on AVX2 the constant runs measured slower than the
-     * variable one (2 x 512 tokens, 16 x 2048), so AVX2 keeps runs as
-     * it comes. */
-    if (VW == 8)
-        for (; off + VW <= bs; off += VW)
-            vstore(OPREG_DTYPE_F32, dst + off, vsum_runs(lanes + off * runs, runs));
-    else if (runs == 4)
-        for (; off + VW <= bs; off += VW)
-            vstore(OPREG_DTYPE_F32, dst + off, vsum_runs(lanes + off * 4, 4));
-    else if (runs == 8)
-        for (; off + VW <= bs; off += VW)
-            vstore(OPREG_DTYPE_F32, dst + off, vsum_runs(lanes + off * 8, 8));
-    else
-        for (; off + VW <= bs; off += VW)
-            vstore(OPREG_DTYPE_F32, dst + off, vsum_runs(lanes + off * 16, 16));
+    /* whole vectors of tokens by the SIMD header, the rest one by one */
+    int64_t off = bs / VW * VW;
+    vsum_runs_n(dst, lanes, runs, off);
     for (; off < n; off++) {
         float dot = 0.0f;
         for (int64_t e = 0; e < runs; e++)

@@ -137,11 +137,9 @@ static int64_t task_bytes(int64_t weight_bytes, bool panel) {
  * rows everywhere. Below that it depends on the CPU. On an Intel Xeon
  * (Emerald Rapids, 2 vCPUs, 2026-12-07) the hardware's prefetcher alone
  * kept bf16 at M = 1 below M = 4's rate; fetching ahead at every height
- * took bf16 M = 1 from 25-28 to 28-43 GB/s (`opreg bench ops`, 4096 x
- * 4096 and the two 14336 shapes, two rounds alternating), and
- * from Python, eight weights in turn, from 0.77-0.91 of torch 2.15's
- * F.linear to 1.09-1.14 times faster at M = 1 (1.33-1.45 -> 1.73-1.91 at
- * M = 2). On Zen 5 it cost bf16 and f32 up to a tenth at M = 1, so other
+ * took bf16 M = 1 from 1.08-1.18 to 1.31-1.53 of the triad (`opreg bench
+ * ops`) and from 0.96-0.99 of torch 2.15's F.linear to 1.07-1.12 times
+ * faster. On Zen 5 it cost bf16 and f32 up to a tenth at M = 1, so other
  * vendors keep 3 (docs/performance.md, "Fetching ahead at every tile
  * height on Intel"). */
 int opreg__cpu_gemv_fetch_rows(void) {

@@ -73,17 +73,37 @@ static int detect(void) {
 #endif
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* A fact about the CPU, asked of cpuid once: *cached is -1 until then.
+ * Relaxed atomics, as `detected`: whoever asks first stores the same. */
+static bool cpu_fact(atomic_int *cached, bool (*ask)(void)) {
+    int v = atomic_load_explicit(cached, memory_order_relaxed);
+    if (v < 0) {
+        v = ask();
+        atomic_store_explicit(cached, v, memory_order_relaxed);
+    }
+    return v;
+}
+
+/* AVX512-VBMI: leaf 7 ecx bit 1, of use only where AVX-512 is. */
+static bool ask_vbmi(void) {
+    unsigned a, b, c = 0, d;
+    return opreg__cpu_isa_detected() >= OPREG__ISA_AVX512 &&
+           __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 1));
+}
+
+/* Leaf 0's vendor string, "GenuineIntel" in ebx, edx, ecx. */
+static bool ask_intel(void) {
+    unsigned a, b = 0, c = 0, d = 0;
+    return __get_cpuid(0, &a, &b, &c, &d) && b == 0x756E6547u && d == 0x49656E69u &&
+           c == 0x6C65746Eu;
+}
+#endif
+
 bool opreg__cpu_has_vbmi(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     static atomic_int vbmi = -1;
-    int v = atomic_load_explicit(&vbmi, memory_order_relaxed);
-    if (v < 0) {
-        unsigned a, b, c = 0, d;
-        v = opreg__cpu_isa_detected() >= OPREG__ISA_AVX512 &&
-            __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 1));
-        atomic_store_explicit(&vbmi, v, memory_order_relaxed);
-    }
-    return v;
+    return cpu_fact(&vbmi, ask_vbmi);
 #else
     return false;
 #endif
@@ -92,15 +112,7 @@ bool opreg__cpu_has_vbmi(void) {
 bool opreg__cpu_is_intel(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     static atomic_int intel = -1;
-    int v = atomic_load_explicit(&intel, memory_order_relaxed);
-    if (v < 0) {
-        unsigned a, b = 0, c = 0, d = 0;
-        /* "GenuineIntel" in ebx, edx, ecx */
-        v = __get_cpuid(0, &a, &b, &c, &d) && b == 0x756E6547u && d == 0x49656E69u &&
-            c == 0x6C65746Eu;
-        atomic_store_explicit(&intel, v, memory_order_relaxed);
-    }
-    return v;
+    return cpu_fact(&intel, ask_intel);
 #else
     return false;
 #endif

@@ -136,6 +136,20 @@ VI vf vsum_runs(const float *v, int64_t x) {
             _mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15), a[0]);
     return a[0];
 }
+/* dst[t] for t < n (a multiple of VW): the sum of run t of v, runs of x
+ * as vsum_runs takes them. One loop for each x, so that vsum_runs sees a
+ * constant and keeps its x vectors in registers. */
+VI void vsum_runs_n(float *dst, const float *v, int64_t x, int64_t n) {
+    if (x == 4)
+        for (int64_t t = 0; t < n; t += VW)
+            _mm512_storeu_ps(dst + t, vsum_runs(v + t * 4, 4));
+    else if (x == 8)
+        for (int64_t t = 0; t < n; t += VW)
+            _mm512_storeu_ps(dst + t, vsum_runs(v + t * 8, 8));
+    else
+        for (int64_t t = 0; t < n; t += VW)
+            _mm512_storeu_ps(dst + t, vsum_runs(v + t * 16, 16));
+}
 VI float vhmax(vf a) {
     return _mm512_reduce_max_ps(a);
 }
