@@ -87,37 +87,65 @@ static void *panel_rows(const struct opreg__cpu_simd *s, const struct opreg__gem
  * docs/performance.md, "bf16 pairs where VDPBF16PS is fast". */
 #define PAIRS_MIN_RATE 0.5
 
-/* Whether the pairs kernels take their calls: -1 until first asked, then
- * OPREG_CPU_VDPBF16PS (0 or 1) or what gemv_pairs_rate measured, once. */
+/* fp8 calls of up to this many input rows take the pairs kernels even
+ * where VDPBF16PS is slower than that. With few rows the widening, not
+ * the arithmetic, is most of the work: the pairs tile widens 64 codes in
+ * five instructions, the FMA tile in about sixteen (two VCVTPH2PS of two
+ * micro-ops each for every 32, and its NaN check). Counted in FMA issue
+ * slots for 64 bytes of weights, with VDPBF16PS at a quarter of FMA's
+ * rate (an Intel Xeon guest, the slowest measured): 5 + 8m against
+ * 16 + 4m, fewer for m <= 2 (29 against 28 at m = 3). The pairs tile
+ * also fetches its rows ahead at every height. Measured on that guest:
+ * docs/performance.md, "fp8 at one and two rows through the pairs tile". */
+#define FP8_PAIRS_ROWS 2
+
+/* The choice, once made: OPREG__GEMV_PAIRS_OFF, _ON or _FEW_ROWS
+ * (cpu_kernels.h); -1 until first asked, then OPREG_CPU_VDPBF16PS (0 or
+ * 1) or what gemv_pairs_rate measured, once. */
 static atomic_int pairs_on = -1;
 
 int opreg__cpu_set_gemv_pairs(int on) {
     return atomic_exchange_explicit(&pairs_on, on, memory_order_relaxed);
 }
 
-int opreg__cpu_gemv_pairs(void) {
+/* The choice for the path now in force; OFF where it has no pairs
+ * kernels. */
+static int pairs_choice(void) {
     const struct opreg__cpu_simd *s = opreg__cpu_simd_for(opreg__cpu_isa());
     int on = atomic_load_explicit(&pairs_on, memory_order_relaxed);
-    if (!s || !s->gemv_pairs) return 0;
+    if (!s || !s->gemv_pairs) return OPREG__GEMV_PAIRS_OFF;
     if (on < 0) {
         const char *e = getenv("OPREG_CPU_VDPBF16PS");
         if (e && (strcmp(e, "0") == 0 || strcmp(e, "1") == 0))
-            on = e[0] == '1';
+            on = e[0] == '1' ? OPREG__GEMV_PAIRS_ON : OPREG__GEMV_PAIRS_OFF;
         else
-            on = s->gemv_pairs->rate() >= PAIRS_MIN_RATE;
+            on = s->gemv_pairs->rate() >= PAIRS_MIN_RATE ? OPREG__GEMV_PAIRS_ON
+                                                         : OPREG__GEMV_PAIRS_FEW_ROWS;
         atomic_store_explicit(&pairs_on, on, memory_order_relaxed);
     }
     return on;
 }
 
+int opreg__cpu_gemv_pairs(void) {
+    return pairs_choice() == OPREG__GEMV_PAIRS_ON;
+}
+
+bool opreg__cpu_gemv_takes_pairs(int isa, int dt, int64_t m) {
+    const struct opreg__cpu_simd *s = opreg__cpu_simd_for(isa);
+    if (!s || !s->gemv_pairs) return false;
+    int on = pairs_choice();
+    if (dt == OPREG_DTYPE_BF16) return on == OPREG__GEMV_PAIRS_ON && m > s->gemv_tile_rows;
+    if (dt != OPREG_DTYPE_F8_E4M3FN || !opreg__cpu_has_vbmi()) return false;
+    return on == OPREG__GEMV_PAIRS_ON || (on == OPREG__GEMV_PAIRS_FEW_ROWS && m <= FP8_PAIRS_ROWS);
+}
+
 /* The pairs kernels for dt on path s, with their input rows packed into
  * *packed (which the caller frees); NULL when they do not take the call
  * or there is no memory. */
-static const struct opreg__gemv_pairs *pairs_rows(const struct opreg__cpu_simd *s,
+static const struct opreg__gemv_pairs *pairs_rows(int isa, const struct opreg__cpu_simd *s,
                                                   const struct opreg__gemv_args *a, void **packed) {
     bool fp8 = a->dt == OPREG_DTYPE_F8_E4M3FN;
-    if (!s || !s->gemv_pairs || (fp8 && !opreg__cpu_has_vbmi()) || !opreg__cpu_gemv_pairs())
-        return NULL;
+    if (!s || !opreg__cpu_gemv_takes_pairs(isa, a->dt, a->m)) return NULL;
     int64_t blocks = (a->k + OPREG__GEMV_KBP - 1) / OPREG__GEMV_KBP;
     uint16_t *x = aligned_alloc(64, (size_t)(blocks * a->m * OPREG__GEMV_KBP) * sizeof(uint16_t));
     if (!x) return NULL;
@@ -174,8 +202,7 @@ void opreg__cpu_gemv_linear(int isa, int dt, void *out, const void *in, const vo
     void *packed = NULL;
     opreg__cpu_range_fn fn = s ? s->gemv_linear : gemv_float_portable;
     const struct opreg__gemv_pairs *pairs;
-    if (dt == OPREG_DTYPE_BF16 && s && m > s->gemv_tile_rows &&
-        (pairs = pairs_rows(s, &a, &packed)))
+    if (dt == OPREG_DTYPE_BF16 && (pairs = pairs_rows(isa, s, &a, &packed)))
         fn = pairs->bf16;
     else if ((packed = panel_rows(s, &a)))
         fn = s->gemv_panel_linear;
@@ -218,7 +245,7 @@ void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const voi
      * rows against the whole weight stream; without memory for them, the
      * portable loops or the path's other kernels. */
     bool panel = false;
-    if (dt == OPREG_DTYPE_F8_E4M3FN && (pairs = pairs_rows(s, &a, &packed))) {
+    if (dt == OPREG_DTYPE_F8_E4M3FN && (pairs = pairs_rows(isa, s, &a, &packed))) {
         fn = pairs->fp8;
         panel = m > s->gemv_tile_rows;
     } else if ((panel = (packed = panel_rows(s, &a)) != NULL)) {

@@ -315,6 +315,46 @@ TEST(pairs_choice) {
     opreg__cpu_set_gemv_pairs(prev);
 }
 
+/* Which calls the pairs kernels take under each choice: none when off;
+ * bf16 past one tile of rows and fp8 at every m when on; fp8 of one or
+ * two rows only when the timing found VDPBF16PS slow; and none at all on
+ * a path without them (avx512), or for fp8 without AVX512-VBMI. */
+TEST(pairs_by_rows) {
+    int isa = OPREG__ISA_AVX512_BF16;
+    if (opreg__cpu_isa() < isa) {
+        printf("test_cpu_gemv: pairs kernels NOT CHECKABLE on this CPU (no AVX512-BF16)\n");
+        return;
+    }
+    bool vbmi = opreg__cpu_has_vbmi();
+    const int f8 = OPREG_DTYPE_F8_E4M3FN, bf = OPREG_DTYPE_BF16;
+    int prev = opreg__cpu_set_gemv_pairs(OPREG__GEMV_PAIRS_OFF);
+    for (int64_t m = 1; m <= 16; m++)
+        if (opreg__cpu_gemv_takes_pairs(isa, f8, m) || opreg__cpu_gemv_takes_pairs(isa, bf, m))
+            TEST_FAIL_AT("pairs kernels at m = %lld with the choice off", (long long)m);
+    opreg__cpu_set_gemv_pairs(OPREG__GEMV_PAIRS_ON);
+    for (int64_t m = 1; m <= 16; m++) {
+        if (opreg__cpu_gemv_takes_pairs(isa, f8, m) != vbmi)
+            TEST_FAIL_AT("fp8 at m = %lld with the choice on", (long long)m);
+        if (opreg__cpu_gemv_takes_pairs(isa, bf, m) != (m > 4))
+            TEST_FAIL_AT("bf16 at m = %lld with the choice on (tiles of 4 rows)", (long long)m);
+        if (opreg__cpu_gemv_takes_pairs(isa, OPREG_DTYPE_F32, m))
+            TEST_FAIL_AT("f32 at m = %lld took the pairs kernels", (long long)m);
+    }
+    opreg__cpu_set_gemv_pairs(OPREG__GEMV_PAIRS_FEW_ROWS);
+    for (int64_t m = 1; m <= 16; m++) {
+        if (opreg__cpu_gemv_takes_pairs(isa, f8, m) != (vbmi && m <= 2))
+            TEST_FAIL_AT("fp8 at m = %lld with VDPBF16PS slow", (long long)m);
+        if (opreg__cpu_gemv_takes_pairs(isa, bf, m))
+            TEST_FAIL_AT("bf16 at m = %lld with VDPBF16PS slow", (long long)m);
+    }
+    if (opreg__cpu_gemv_pairs()) TEST_FAIL_AT("opreg__cpu_gemv_pairs() on with VDPBF16PS slow");
+    opreg__cpu_set_gemv_pairs(OPREG__GEMV_PAIRS_ON);
+    if (opreg__cpu_gemv_takes_pairs(OPREG__ISA_AVX512, f8, 1) ||
+        opreg__cpu_gemv_takes_pairs(OPREG__ISA_AVX512, bf, 16))
+        TEST_FAIL_AT("pairs kernels on the avx512 path");
+    opreg__cpu_set_gemv_pairs(prev);
+}
+
 /* The tiles' fetch ahead: from 1 input row on Intel CPUs, from 3
  * elsewhere, the vendor read as /proc/cpuinfo names it where it can be
  * read. */
@@ -340,6 +380,7 @@ TEST(fetch_rows_by_vendor) {
 int main(void) {
     kt_report_isas("test_cpu_gemv");
     RUN(pairs_choice);
+    RUN(pairs_by_rows);
     RUN(fetch_rows_by_vendor);
     for (pairs_pass = 0; pairs_pass < 2; pairs_pass++) {
         if (pairs_pass && opreg__cpu_isa_detected() < OPREG__ISA_AVX512_BF16) {
