@@ -61,9 +61,9 @@ AI size_t gemv_es(int dt) {
  * M = 4, K = 4096, 34-35.5 -> 36-40.5 GB/s; M = 2 33-34 -> 37.5; bf16
  * M = 4 (now fetched too, from 3 rows as int8) 30-38 -> 37-40.
  *
- * The float and int8 tiles fetch from opreg__gemv_args.fetch_rows input
- * rows on: 3, or 1 on Intel CPUs, where the fetch pays at every height
- * (gemv.c, opreg__cpu_gemv_fetch_rows). */
+ * The float, int8 and fp8 (FMA) tiles fetch from opreg__gemv_args.fetch_rows
+ * input rows on: 3, or 1 on Intel CPUs, where the fetch pays at every
+ * height (gemv.c, opreg__cpu_gemv_fetch_rows). */
 #define GEMV_TILE_AHEAD 2048
 
 /* The line a tile fetches in weight row @p r of its @p nr (@p ws bytes
@@ -254,9 +254,15 @@ AI void gemv_fp8_tile(const struct opreg__gemv_args *a, int64_t i0, int mt, int6
         for (int i = 0; i < mt; i++)
             acc[i][r] = vzero();
     }
+    bool fetch = mt >= a->fetch_rows;
     /* 2 * VW values a step (both within one block of x); the last step's
      * codes past k read as zeros, and x is zero there */
     for (; p < k; p += 2 * VW) {
+        if (fetch && p % 64 == 0) {
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                _mm_prefetch(gemv_tile_ahead(w, ws, r, nr, p, k), _MM_HINT_T0);
+        }
         if (p % (4 * VW) == 0) {
 #pragma GCC unroll 4
             for (int r = 0; r < nr; r++)
