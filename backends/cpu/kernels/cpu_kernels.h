@@ -132,6 +132,13 @@ int opreg__cpu_set_gemv_pairs(int on);
 /* Whether a GEMV of @p m input rows of dtype @p dt (BF16 linear or
  * F8_E4M3FN cutlass_scaled_mm) on path @p isa runs the pairs kernels. */
 bool opreg__cpu_gemv_takes_pairs(int isa, int dt, int64_t m);
+/* Whether fp8 cutlass_scaled_mm calls that the pairs kernels do not take
+ * run the split kernels (on either AVX-512 path, with AVX512-VBMI: fp8
+ * widened through a table, then FMAs) or, with @p on 0, the FMA kernels
+ * that widen by conversions (as the avx2 path and CPUs without VBMI do).
+ * On by default; returns the previous value. For tests, not while kernels
+ * run on other threads. */
+int opreg__cpu_set_gemv_split(int on);
 /* Whether the CPU has AVX512-VBMI (cpuid, read once). */
 bool opreg__cpu_has_vbmi(void);
 /* Whether the CPU's vendor is Intel (cpuid, read once). */

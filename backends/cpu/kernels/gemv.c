@@ -133,8 +133,9 @@ int opreg__cpu_gemv_pairs(void) {
 bool opreg__cpu_gemv_takes_pairs(int isa, int dt, int64_t m) {
     const struct opreg__cpu_simd *s = opreg__cpu_simd_for(isa);
     if (!s || !s->gemv_pairs) return false;
+    if (dt == OPREG_DTYPE_BF16)
+        return m > s->gemv_tile_rows && pairs_choice() == OPREG__GEMV_PAIRS_ON;
     int on = pairs_choice();
-    if (dt == OPREG_DTYPE_BF16) return on == OPREG__GEMV_PAIRS_ON && m > s->gemv_tile_rows;
     if (dt != OPREG_DTYPE_F8_E4M3FN || !opreg__cpu_has_vbmi()) return false;
     return on == OPREG__GEMV_PAIRS_ON || (on == OPREG__GEMV_PAIRS_FEW_ROWS && m <= FP8_PAIRS_ROWS);
 }
@@ -152,6 +153,31 @@ static const struct opreg__gemv_pairs *pairs_rows(int isa, const struct opreg__c
     (fp8 ? s->gemv_pairs->pack_fp8 : s->gemv_pairs->pack_bf16)(a, x);
     *packed = x;
     return s->gemv_pairs;
+}
+
+/* Whether fp8 calls that the pairs kernels leave take the split kernels
+ * where they can (1, the default) or the FMA kernels that widen by
+ * conversions (0); set by the tests, which run both. */
+static atomic_int split_on = 1;
+
+int opreg__cpu_set_gemv_split(int on) {
+    return atomic_exchange_explicit(&split_on, on, memory_order_relaxed);
+}
+
+/* fp8 by the split kernels (gemv_simd.h), where the path has them and the
+ * CPU AVX512-VBMI, with the input rows packed into *packed (which the
+ * caller frees); NULL otherwise or without memory. */
+static opreg__cpu_range_fn split_rows(const struct opreg__cpu_simd *s,
+                                      const struct opreg__gemv_args *a, void **packed) {
+    if (!s || !s->gemv_fp8_split || !opreg__cpu_has_vbmi() ||
+        !atomic_load_explicit(&split_on, memory_order_relaxed))
+        return NULL;
+    int64_t blocks = (a->k + OPREG__GEMV_KB - 1) / OPREG__GEMV_KB;
+    float *x = aligned_alloc(64, (size_t)(blocks * a->m * OPREG__GEMV_KB) * sizeof(float));
+    if (!x) return NULL;
+    s->gemv_pack_fp8_split(a, x);
+    *packed = x;
+    return s->gemv_fp8_split;
 }
 
 /* The bytes that opreg__cpu_parallel sizes its tasks by: the weights, or a
@@ -240,6 +266,7 @@ void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const voi
     opreg__cpu_range_fn fn = dt == OPREG_DTYPE_I8 ? gemv_int8_portable : gemv_float_portable;
     void *packed = NULL;
     const struct opreg__gemv_pairs *pairs;
+    opreg__cpu_range_fn split;
     if (m == 0) return;
     /* The packed kernels take the input rows converted once here, a few
      * rows against the whole weight stream; without memory for them, the
@@ -247,6 +274,9 @@ void opreg__cpu_gemv_scaled_mm(int isa, int dt, int out_dt, void *out, const voi
     bool panel = false;
     if (dt == OPREG_DTYPE_F8_E4M3FN && (pairs = pairs_rows(isa, s, &a, &packed))) {
         fn = pairs->fp8;
+        panel = m > s->gemv_tile_rows;
+    } else if (dt == OPREG_DTYPE_F8_E4M3FN && (split = split_rows(s, &a, &packed))) {
+        fn = split;
         panel = m > s->gemv_tile_rows;
     } else if ((panel = (packed = panel_rows(s, &a)) != NULL)) {
         fn = dt == OPREG_DTYPE_I8 ? s->gemv_panel_int8 : s->gemv_panel_fp8;

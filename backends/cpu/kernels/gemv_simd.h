@@ -1000,26 +1000,30 @@ static void gemv_panel_int8_range(const void *args, int64_t c0, int64_t c1) {
     free(wb);
 }
 
-/* ---- the pairs kernels: VDPBF16PS where it is fast ------------------------ */
+#endif
 
-/* Where VDPBF16PS runs about as many instructions a second as FMA (Zen 4
- * and 5; gemv_pairs_rate times it, gemv.c decides), one of them does twice
- * an FMA's products, and these kernels take bf16 linear past one tile of
- * input rows and fp8 cutlass_scaled_mm at every m instead of the FMA
- * kernels above. bf16: the panel scheme with the weights' pairs multiplied
- * where they lie, nothing widened. fp8: each 64 codes become bf16 pairs
- * (exact: every e4m3 value is a bf16) in five instructions; the input rows
- * too, once per call. The input rows come packed in blocks of
- * OPREG__GEMV_KBP values of k, row i of block b at (b * m + i) *
- * OPREG__GEMV_KBP, zeros past k (gemv_pack_pairs_bf16 and _fp8).
- *
- * Each lane adds its pairs in gemv_pairs_tile's order and the lanes are
- * added as vhsum adds them, so a row's results do not depend on how many
- * rows the call has. fp8's products are exact (VDPBF16PS reads no
- * subnormal here: the smallest e4m3 value, 2^-9, is a normal bf16) and
- * every partial sum is a multiple of 2^-18 or zero, so nothing is flushed
- * either: the sums are the FMA kernels' up to their order. NaN codes are
- * bf16 NaNs, which the products carry to the sum. */
+#ifdef OPREG__SIMD_AVX512
+/* ---- fp8 through a table of bf16 bits: AVX512-VBMI ------------------------ */
+
+/* Every e4m3 value is a bf16, and VPERMT2B looks 64 codes up in a table of
+ * 128 entries at once: gemv_e4m3_pairs makes 64 codes bf16 pairs in five
+ * instructions, where vwiden_e4m3_256 and its NaN check take about
+ * eighteen, all on the two ports that also run the FMAs. A NaN code is a
+ * NaN, which the products carry to the sum, so nothing is checked aside.
+ * The pairs kernels (below, with AVX512-BF16) multiply the pairs by
+ * VDPBF16PS. The split kernels here take the fp8 calls that the pairs
+ * kernels leave (all of them on the avx512 path, and those the choice in
+ * gemv.c gives the FMA kernels on the avx512_bf16 one): one more
+ * instruction splits a vector of pairs into the floats of its low halves
+ * or of its high halves (gemv_pair_half), nine for 64 codes, then FMAs.
+ * The floats come in an order of their own (per 64 codes: the low halves
+ * of *lo, their high halves, then *hi's), the input rows are packed in it
+ * as floats (gemv_pack_fp8_split), and the FMAs do not mind which values
+ * of k a lane holds. Each lane adds the products of a pair as
+ * vdot_bf16x2 does without AVX512-BF16. Products of two e4m3 values are
+ * exact; the tiles and the panels add each lane's in the same order, so a
+ * row's results do not depend on how many rows the call has. Measured:
+ * docs/performance.md, "fp8 through the table on the FMA kernels". */
 
 /* The bf16 bits of each e4m3fn magnitude code 0x00-0x7F, their high bytes
  * then their low bytes, for VPERMT2B: normals are (code << 4) + 0x3C00,
@@ -1047,11 +1051,16 @@ static const uint8_t gemv_e4m3_bf16_bytes[256] __attribute__((aligned(64))) = {
 };
 /* clang-format on */
 
-/* The fp8 pairs functions use VPERMT2B (AVX512-VBMI): their target adds
- * it to the path's, and gemv.c calls them only where cpuid has it. */
+/* The functions that use VPERMT2B (AVX512-VBMI): their target adds it to
+ * the path's, and gemv.c calls them only where cpuid has it. */
+#ifdef OPREG__SIMD_BF16
 #define GEMV_VBMI                                                                                  \
     __attribute__((target(                                                                         \
         "avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,avx2,fma,f16c,avx512vbmi")))
+#else
+#define GEMV_VBMI                                                                                  \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,avx512vbmi")))
+#endif
 
 /* The table above in four registers: high bytes 0-63, 64-127, low bytes
  * 0-63, 64-127. */
@@ -1075,6 +1084,234 @@ GEMV_VBMI AI void gemv_e4m3_pairs(const uint8_t *p, int64_t n, const __m512i tab
     *lo = _mm512_castsi512_ps(_mm512_unpacklo_epi8(l, h));
     *hi = _mm512_castsi512_ps(_mm512_unpackhi_epi8(l, h));
 }
+
+/* The floats of the low (bf16) halves of @p v's 32-bit lanes, or with
+ * @p high of the high halves. */
+GEMV_VBMI AI vf gemv_pair_half(vf v, int high) {
+    __m512i u = _mm512_castps_si512(v);
+    return _mm512_castsi512_ps(high ? _mm512_and_si512(u, _mm512_set1_epi32(-65536))
+                                    : _mm512_slli_epi32(u, 16));
+}
+
+/* 64 e4m3fn codes at p (the first n, zeros after, when n < 64) as four
+ * vectors of floats in the split order. */
+GEMV_VBMI AI void gemv_e4m3_split(const uint8_t *p, int64_t n, const __m512i tab[4], vf f[4]) {
+    vf pr[2];
+    gemv_e4m3_pairs(p, n, tab, &pr[0], &pr[1]);
+#pragma GCC unroll 4
+    for (int s = 0; s < 4; s++)
+        f[s] = gemv_pair_half(pr[s / 2], s % 2);
+}
+
+_Static_assert(OPREG__GEMV_KB % 64 == 0, "the split kernels widen 64 codes at a time");
+
+/* The input rows for the split kernels as f32, in gemv_pack's blocks
+ * (block b of k, row i at dst + (b * m + i) * OPREG__GEMV_KB, zeros past
+ * k), each 64 values in the split order. */
+GEMV_VBMI static void gemv_pack_fp8_split(const struct opreg__gemv_args *a, float *dst) {
+    __m512i tab[4];
+    gemv_e4m3_table(tab);
+    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB)
+        for (int64_t i = 0; i < a->m; i++, dst += OPREG__GEMV_KB) {
+            const uint8_t *src = (const uint8_t *)a->in + i * a->in_stride + p0;
+            int64_t kb = a->k - p0;
+            for (int64_t q = 0; q < OPREG__GEMV_KB; q += 4 * VW) {
+                vf f[4] = { vzero(), vzero(), vzero(), vzero() };
+                if (kb > q) gemv_e4m3_split(src + q, kb - q, tab, f);
+                for (int h = 0; h < 4; h++)
+                    vstore(OPREG_DTYPE_F32, dst + q + h * VW, f[h]);
+            }
+        }
+}
+
+/* fp8 weight rows [j0, j0 + nc), nc <= OPREG__GEMV_PANEL, against every
+ * input row, each block widened into @p wb first (zeros past k to the next
+ * 64 values, which the tiles read): bf16 pairs in blocks of
+ * OPREG__GEMV_KBP for the pairs tiles, or with @p split floats in blocks
+ * of OPREG__GEMV_KB for the f32 ones; @p acc holds the sums. */
+GEMV_VBMI AI void gemv_fp8_panel_vbmi(int split, const struct opreg__gemv_args *a,
+                                      const __m512i tab[4], char *wb, float *acc, int64_t j0,
+                                      int nc, int next) {
+    int64_t kblk = split ? OPREG__GEMV_KB : OPREG__GEMV_KBP;
+    size_t ws = (size_t)a->w_stride, xe = split ? sizeof(float) : sizeof(uint16_t);
+    const uint8_t *w = (const uint8_t *)a->w + (size_t)j0 * ws;
+    const char *x = a->packed;
+    gemv_panel_zero(acc, a->m, nc);
+    for (int64_t p0 = 0; p0 < a->k; p0 += kblk, x += (size_t)(a->m * kblk) * xe) {
+        int64_t kb = a->k - p0 < kblk ? a->k - p0 : kblk;
+        struct gemv_fetch f = gemv_fetch_at((const char *)w, ws, a->k, p0, kblk, 1, next, 0, 0);
+        for (int r = 0; r < nc; r++)
+            for (int64_t q = 0; q < kb; q += 4 * VW) {
+                float *dst = (float *)(void *)(wb + (size_t)(r * kblk + q) * xe);
+                vf v[4];
+                if (split)
+                    gemv_e4m3_split(w + r * ws + p0 + q, kb - q, tab, v);
+                else
+                    gemv_e4m3_pairs(w + r * ws + p0 + q, kb - q, tab, &v[0], &v[1]);
+                /* two vectors of pairs or four of floats: 64 values */
+                for (int h = 0; h < (split ? 4 : 2); h++)
+                    vstore(OPREG_DTYPE_F32, dst + h * VW, v[h]);
+            }
+        gemv_panel_block(split ? GEMV_PANEL_F32 : GEMV_PANEL_PAIRS, p0 == 0, x, wb,
+                         (size_t)kblk * xe, acc, a->m, (kb + 4 * VW - 1) / (4 * VW) * (4 * VW), nc,
+                         &f);
+    }
+    gemv_panel_out(OPREG_DTYPE_F8_E4M3FN, a, acc, j0, nc, NULL);
+}
+
+/* The fp8 tiles' multiplies for one step of 64 codes: input rows at @p x
+ * (@p kblk values apart), the weights' pairs in @p wl and @p wh. The pairs
+ * tile's two steps of VDPBF16PS, or the split tile's four of FMAs, each on
+ * the floats of one half of *wl or *wh. */
+GEMV_VBMI AI void gemv_pairs_steps(const char *x, int64_t kblk, const vf *wl, const vf *wh,
+                                   vf acc[][OPREG__GEMV_COLS], int mt, int nr) {
+    const uint16_t *xp = (const uint16_t *)(const void *)x;
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++) {
+        vf xv = vload_bits(xp + i * kblk);
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            acc[i][r] = vdot_bf16x2(acc[i][r], xv, wl[r]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++) {
+        vf xv = vload_bits(xp + i * kblk + 2 * VW);
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            acc[i][r] = vdot_bf16x2(acc[i][r], xv, wh[r]);
+    }
+}
+
+GEMV_VBMI AI void gemv_split_steps(const char *x, int64_t kblk, const vf *wl, const vf *wh,
+                                   vf acc[][OPREG__GEMV_COLS], int mt, int nr) {
+#pragma GCC unroll 4
+    for (int h = 0; h < 4; h++) {
+        vf wv[OPREG__GEMV_COLS];
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            wv[r] = gemv_pair_half(h / 2 ? wh[r] : wl[r], h % 2);
+#pragma GCC unroll 4
+        for (int i = 0; i < mt; i++) {
+            vf xv = vload(OPREG_DTYPE_F32, (const float *)(const void *)x + i * kblk + h * VW);
+#pragma GCC unroll 4
+            for (int r = 0; r < nr; r++)
+                acc[i][r] = vfma(xv, wv[r], acc[i][r]);
+        }
+    }
+}
+
+/* One tile of fp8 for the pairs or (@p split) the split kernels (few
+ * input rows, sums in registers): input rows [i0, i0 + mt) from the packed
+ * blocks, weight rows [j0, j0 + nr) widened 64 codes a step, each fetched
+ * GEMV_TILE_AHEAD bytes ahead. */
+GEMV_VBMI AI void gemv_fp8_vbmi_tile(int split, const struct opreg__gemv_args *a,
+                                     const __m512i tab[4], int64_t i0, int mt, int64_t j0, int nr) {
+    int64_t kblk = split ? OPREG__GEMV_KB : OPREG__GEMV_KBP, k = a->k;
+    size_t xe = split ? sizeof(float) : sizeof(uint16_t), ws = (size_t)a->w_stride;
+    const char *xb = (const char *)a->packed + (size_t)(i0 * kblk) * xe;
+    const uint8_t *w = (const uint8_t *)a->w + j0 * a->w_stride;
+    vf acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wl[OPREG__GEMV_COLS], wh[OPREG__GEMV_COLS];
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            acc[i][r] = vzero();
+    for (int64_t p = 0; p < k; p += 4 * VW) {
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++) {
+            _mm_prefetch(gemv_tile_ahead(w, ws, r, nr, p, k), _MM_HINT_T0);
+            gemv_e4m3_pairs(w + r * ws + p, k - p, tab, &wl[r], &wh[r]);
+        }
+        /* from one block to the next: a->m rows of kblk values */
+        const char *x = xb + (size_t)(p / kblk * a->m * kblk + p % kblk) * xe;
+        /* the pairs: two steps of VDPBF16PS; split: four of FMAs, each on
+         * the floats of one half of *wl or *wh */
+        if (split)
+            gemv_split_steps(x, kblk, wl, wh, acc, mt, nr);
+        else
+            gemv_pairs_steps(x, kblk, wl, wh, acc, mt, nr);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < mt; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++)
+            opreg__gemv_scaled_out(a, i0 + i, j0 + r, vhsum(acc[i][r]));
+}
+
+/* Every input row against fp8 weight rows [j0, j0 + nr) by the tiles. */
+GEMV_VBMI AI void gemv_fp8_vbmi_rows(int split, const struct opreg__gemv_args *a,
+                                     const __m512i tab[4], int64_t j0, int nr) {
+    int64_t i = 0;
+    for (; i + VGEMV_ROWS <= a->m; i += VGEMV_ROWS)
+        gemv_fp8_vbmi_tile(split, a, tab, i, VGEMV_ROWS, j0, nr);
+    switch (a->m - i) {
+    case 3:
+        gemv_fp8_vbmi_tile(split, a, tab, i, 3, j0, nr);
+        break;
+    case 2:
+        gemv_fp8_vbmi_tile(split, a, tab, i, 2, j0, nr);
+        break;
+    case 1:
+        gemv_fp8_vbmi_tile(split, a, tab, i, 1, j0, nr);
+        break;
+    default:
+        break;
+    }
+}
+
+/* fp8 column groups [c0, c1), or panels past one tile of input rows, by
+ * the pairs kernels or (@p split) the split ones. The two widened blocks
+ * are the same size: OPREG__GEMV_KBP bf16 values or OPREG__GEMV_KB floats
+ * a row. */
+GEMV_VBMI AI void gemv_fp8_vbmi_cols(int split, const struct opreg__gemv_args *a, int64_t c0,
+                                     int64_t c1) {
+    int64_t unit = a->m > VGEMV_ROWS ? OPREG__GEMV_PANEL : OPREG__GEMV_COLS;
+    int64_t j = c0 * unit, end = c1 * unit;
+    size_t wbn = (size_t)OPREG__GEMV_PANEL * OPREG__GEMV_KBP * sizeof(uint16_t);
+    char *buf = a->m > VGEMV_ROWS
+                    ? aligned_alloc(64, wbn + (size_t)a->m * OPREG__GEMV_PANEL * VW * sizeof(float))
+                    : NULL;
+    __m512i tab[4];
+    gemv_e4m3_table(tab);
+    if (end > a->n) end = a->n;
+    for (; buf && j < end; j += OPREG__GEMV_PANEL)
+        gemv_fp8_panel_vbmi(split, a, tab, buf, (float *)(void *)(buf + wbn), j,
+                            end - j < OPREG__GEMV_PANEL ? (int)(end - j) : OPREG__GEMV_PANEL,
+                            j + 2 * OPREG__GEMV_PANEL <= end);
+    for (; j + OPREG__GEMV_COLS <= end; j += OPREG__GEMV_COLS)
+        gemv_fp8_vbmi_rows(split, a, tab, j, OPREG__GEMV_COLS);
+    for (; j < end; j++)
+        gemv_fp8_vbmi_rows(split, a, tab, j, 1);
+    free(buf);
+}
+
+GEMV_VBMI static void gemv_fp8_split_range(const void *args, int64_t c0, int64_t c1) {
+    gemv_fp8_vbmi_cols(1, args, c0, c1);
+}
+
+#endif
+
+#ifdef OPREG__SIMD_BF16
+/* ---- the pairs kernels: VDPBF16PS where it is fast ------------------------ */
+
+/* Where VDPBF16PS runs about as many instructions a second as FMA (Zen 4
+ * and 5; gemv_pairs_rate times it, gemv.c decides), one of them does twice
+ * an FMA's products, and these kernels take bf16 linear past one tile of
+ * input rows and fp8 cutlass_scaled_mm at every m instead of the FMA and
+ * split kernels above. bf16: the panel scheme with the weights' pairs
+ * multiplied where they lie, nothing widened. fp8: the weights become bf16
+ * pairs through the table above (gemv_e4m3_pairs), the input rows too,
+ * once per call. The input rows come packed in blocks of
+ * OPREG__GEMV_KBP values of k, row i of block b at (b * m + i) *
+ * OPREG__GEMV_KBP, zeros past k (gemv_pack_pairs_bf16 and _fp8).
+ *
+ * Each lane adds its pairs in gemv_pairs_tile's order and the lanes are
+ * added as vhsum adds them, so a row's results do not depend on how many
+ * rows the call has. fp8's products are exact (VDPBF16PS reads no
+ * subnormal here: the smallest e4m3 value, 2^-9, is a normal bf16) and
+ * every partial sum is a multiple of 2^-18 or zero, so nothing is flushed
+ * either: the sums are the FMA kernels' up to their order. NaN codes are
+ * bf16 NaNs, which the products carry to the sum. */
 
 /* The input rows for the pairs kernels: bf16 copied, fp8 through
  * gemv_e4m3_pairs (64 values a step, the blocks being a multiple). */
@@ -1124,99 +1361,6 @@ AI void gemv_pairs_panel_bf16(const struct opreg__gemv_args *a, float *acc, int6
     gemv_panel_out(OPREG_DTYPE_BF16, a, acc, j0, nc, NULL);
 }
 
-/* fp8 weight rows as gemv_pairs_panel_bf16, each block widened into @p wb
- * first (zeros past k to the next 64 values, which the tiles read). */
-GEMV_VBMI AI void gemv_pairs_panel_fp8(const struct opreg__gemv_args *a, uint16_t *wb, float *acc,
-                                       int64_t j0, int nc, int next) {
-    size_t ws = (size_t)a->w_stride;
-    const uint8_t *w = (const uint8_t *)a->w + (size_t)j0 * ws;
-    const uint16_t *x = a->packed;
-    __m512i tab[4];
-    gemv_e4m3_table(tab);
-    gemv_panel_zero(acc, a->m, nc);
-    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KBP, x += a->m * OPREG__GEMV_KBP) {
-        int64_t kb = a->k - p0 < OPREG__GEMV_KBP ? a->k - p0 : OPREG__GEMV_KBP;
-        struct gemv_fetch f =
-            gemv_fetch_at((const char *)w, ws, a->k, p0, OPREG__GEMV_KBP, 1, next, 0, 0);
-        for (int r = 0; r < nc; r++)
-            for (int64_t q = 0; q < kb; q += 4 * VW) {
-                vf lo, hi;
-                gemv_e4m3_pairs(w + r * ws + p0 + q, kb - q, tab, &lo, &hi);
-                vstore(OPREG_DTYPE_F32, wb + r * OPREG__GEMV_KBP + q, lo);
-                vstore(OPREG_DTYPE_F32, wb + r * OPREG__GEMV_KBP + q + 2 * VW, hi);
-            }
-        gemv_panel_block(GEMV_PANEL_PAIRS, p0 == 0, x, (const char *)wb, OPREG__GEMV_KBP * 2, acc,
-                         a->m, (kb + 4 * VW - 1) / (4 * VW) * (4 * VW), nc, &f);
-    }
-    gemv_panel_out(OPREG_DTYPE_F8_E4M3FN, a, acc, j0, nc, NULL);
-}
-
-/* One tile of fp8 for the pairs kernels (few input rows, sums in
- * registers): input rows [i0, i0 + mt) from the packed blocks, weight rows
- * [j0, j0 + nr) widened 64 codes a step, each fetched GEMV_TILE_AHEAD
- * bytes ahead. */
-GEMV_VBMI AI void gemv_fp8_pairs_tile(const struct opreg__gemv_args *a, const __m512i tab[4],
-                                      int64_t i0, int mt, int64_t j0, int nr) {
-    const uint16_t *xb = (const uint16_t *)a->packed + i0 * OPREG__GEMV_KBP;
-    int64_t xs = a->m * OPREG__GEMV_KBP, k = a->k; /* from one block to the next */
-    const uint8_t *w = (const uint8_t *)a->w + j0 * a->w_stride;
-    size_t ws = (size_t)a->w_stride;
-    vf acc[GEMV_MAX_ROWS][OPREG__GEMV_COLS], wl[OPREG__GEMV_COLS], wh[OPREG__GEMV_COLS];
-#pragma GCC unroll 4
-    for (int i = 0; i < mt; i++)
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
-            acc[i][r] = vzero();
-    for (int64_t p = 0; p < k; p += 4 * VW) {
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++) {
-            _mm_prefetch(gemv_tile_ahead(w, ws, r, nr, p, k), _MM_HINT_T0);
-            gemv_e4m3_pairs(w + r * ws + p, k - p, tab, &wl[r], &wh[r]);
-        }
-        const uint16_t *x = xb + p / OPREG__GEMV_KBP * xs + p % OPREG__GEMV_KBP;
-#pragma GCC unroll 4
-        for (int i = 0; i < mt; i++) {
-            vf xv = vload_bits(x + i * OPREG__GEMV_KBP);
-#pragma GCC unroll 4
-            for (int r = 0; r < nr; r++)
-                acc[i][r] = vdot_bf16x2(acc[i][r], xv, wl[r]);
-        }
-#pragma GCC unroll 4
-        for (int i = 0; i < mt; i++) {
-            vf xv = vload_bits(x + i * OPREG__GEMV_KBP + 2 * VW);
-#pragma GCC unroll 4
-            for (int r = 0; r < nr; r++)
-                acc[i][r] = vdot_bf16x2(acc[i][r], xv, wh[r]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < mt; i++)
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++)
-            opreg__gemv_scaled_out(a, i0 + i, j0 + r, vhsum(acc[i][r]));
-}
-
-/* Every input row against fp8 weight rows [j0, j0 + nr) by the tiles. */
-GEMV_VBMI AI void gemv_fp8_pairs_rows(const struct opreg__gemv_args *a, const __m512i tab[4],
-                                      int64_t j0, int nr) {
-    int64_t i = 0;
-    for (; i + VGEMV_ROWS <= a->m; i += VGEMV_ROWS)
-        gemv_fp8_pairs_tile(a, tab, i, VGEMV_ROWS, j0, nr);
-    switch (a->m - i) {
-    case 3:
-        gemv_fp8_pairs_tile(a, tab, i, 3, j0, nr);
-        break;
-    case 2:
-        gemv_fp8_pairs_tile(a, tab, i, 2, j0, nr);
-        break;
-    case 1:
-        gemv_fp8_pairs_tile(a, tab, i, 1, j0, nr);
-        break;
-    default:
-        break;
-    }
-}
-
 /* The pairs kernels' range functions (struct opreg__gemv_pairs): panels
  * [c0, c1) past one tile of input rows (the tiles without memory for the
  * panels' buffers), column groups [c0, c1) up to it. */
@@ -1238,25 +1382,7 @@ static void gemv_pairs_bf16_range(const void *args, int64_t c0, int64_t c1) {
 }
 
 GEMV_VBMI static void gemv_pairs_fp8_range(const void *args, int64_t c0, int64_t c1) {
-    const struct opreg__gemv_args *a = args;
-    int64_t unit = a->m > VGEMV_ROWS ? OPREG__GEMV_PANEL : OPREG__GEMV_COLS;
-    int64_t j = c0 * unit, end = c1 * unit;
-    size_t wbn = (size_t)OPREG__GEMV_PANEL * OPREG__GEMV_KBP * sizeof(uint16_t);
-    char *buf = a->m > VGEMV_ROWS
-                    ? aligned_alloc(64, wbn + (size_t)a->m * OPREG__GEMV_PANEL * VW * sizeof(float))
-                    : NULL;
-    __m512i tab[4];
-    gemv_e4m3_table(tab);
-    if (end > a->n) end = a->n;
-    for (; buf && j < end; j += OPREG__GEMV_PANEL)
-        gemv_pairs_panel_fp8(a, (uint16_t *)(void *)buf, (float *)(void *)(buf + wbn), j,
-                             end - j < OPREG__GEMV_PANEL ? (int)(end - j) : OPREG__GEMV_PANEL,
-                             j + 2 * OPREG__GEMV_PANEL <= end);
-    for (; j + OPREG__GEMV_COLS <= end; j += OPREG__GEMV_COLS)
-        gemv_fp8_pairs_rows(a, tab, j, OPREG__GEMV_COLS);
-    for (; j < end; j++)
-        gemv_fp8_pairs_rows(a, tab, j, 1);
-    free(buf);
+    gemv_fp8_vbmi_cols(0, args, c0, c1);
 }
 
 /* TSC ticks for 1024 steps of 16 independent sums, each step one

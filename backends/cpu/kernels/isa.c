@@ -98,25 +98,25 @@ static bool ask_intel(void) {
     return __get_cpuid(0, &a, &b, &c, &d) && b == 0x756E6547u && d == 0x49656E69u &&
            c == 0x6C65746Eu;
 }
-#endif
 
 bool opreg__cpu_has_vbmi(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
     static atomic_int vbmi = -1;
     return cpu_fact(&vbmi, ask_vbmi);
-#else
-    return false;
-#endif
 }
 
 bool opreg__cpu_is_intel(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
     static atomic_int intel = -1;
     return cpu_fact(&intel, ask_intel);
-#else
-    return false;
-#endif
 }
+#else
+bool opreg__cpu_has_vbmi(void) {
+    return false;
+}
+
+bool opreg__cpu_is_intel(void) {
+    return false;
+}
+#endif
 
 /* OPREG_CPU_ISA caps the path, as oneDNN's ONEDNN_MAX_CPU_ISA does: for
  * comparing paths on one machine, or for ruling one out. -1 when unset or

@@ -205,6 +205,13 @@ struct opreg__cpu_simd {
     void (*gemv_pack_u8)(const struct opreg__gemv_args *a, uint8_t *dst);
     /* NULL unless the path has VDPBF16PS. */
     const struct opreg__gemv_pairs *gemv_pairs;
+    /* NULL unless the path is AVX-512: fp8 cutlass_scaled_mm at any m by
+     * FMAs on weights widened through a table (gemv_simd.h, the split
+     * kernels), on the input rows that gemv_pack_fp8_split converted (f32
+     * in blocks of OPREG__GEMV_KB); both need AVX512-VBMI, which gemv.c
+     * checks. */
+    opreg__cpu_range_fn gemv_fp8_split;
+    void (*gemv_pack_fp8_split)(const struct opreg__gemv_args *a, float *dst);
     /* NULL when the call's sizes do not suit the path: see attention.c. */
     opreg__cpu_range_fn attention;
     /* topk_softmax's max and sum of e^(l - max) of a row of finite logits;

@@ -40,6 +40,8 @@ const struct opreg__cpu_simd opreg__cpu_simd_avx512 = {
     .gemv_panel_fp8 = gemv_panel_fp8_range,
     .gemv_pack = gemv_pack,
     .gemv_tile_rows = VGEMV_ROWS,
+    .gemv_fp8_split = gemv_fp8_split_range,
+    .gemv_pack_fp8_split = gemv_pack_fp8_split,
     .attention = attention_range,
     .softmax_stats = softmax_stats,
 };

@@ -65,6 +65,10 @@ VI vf vpow2i(vf n) {
     __m512i e = _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127));
     return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
 }
+/* Both AVX-512 paths: gemv_simd.h's fp8 table kernels (AVX512-VBMI, which
+ * gemv.c checks at run time) compile with them. */
+#define OPREG__SIMD_AVX512 1
+
 /* t - floor(t), and p * 2^floor(t) (VREDUCEPS, VSCALEFPS): exp's range
  * reduction in two instructions, with 0 and inf for |t| beyond the float
  * range instead of a clamp. simd_math.h uses them when this is defined. */

@@ -397,5 +397,16 @@ int main(void) {
         RUN(scaled_mm_large_threaded);
         RUN(rows_independent_of_m);
     }
+    /* fp8 on the FMA kernels that widen by conversions, which the split
+     * kernels replace on AVX-512 CPUs with VBMI (and so would go untested
+     * there on those paths) */
+    pairs_pass = 0;
+    int split = opreg__cpu_set_gemv_split(0), pairs = opreg__cpu_set_gemv_pairs(0);
+    RUN(scaled_mm_every_path_and_edge);
+    RUN(scaled_mm_fp8_nan_codes);
+    RUN(scaled_mm_large_threaded);
+    RUN(rows_independent_of_m);
+    opreg__cpu_set_gemv_split(split);
+    opreg__cpu_set_gemv_pairs(pairs);
     return test_summary();
 }
