@@ -115,19 +115,14 @@ void opreg__cpu_gemv_linear(int isa, int dt, void *out, const void *in, const vo
  * where VDPBF16PS runs at least half as many instructions a second as FMA,
  * timed on first use; OPREG_CPU_VDPBF16PS=0 or 1 decides instead. fp8
  * also needs AVX512-VBMI. paged_attention_v1 on that path multiplies bf16
- * keys by VDPBF16PS under the same choice. Where the timing finds
- * VDPBF16PS slower, fp8 calls of one or two input rows still take them
- * (opreg__cpu_gemv_takes_pairs). */
+ * keys by VDPBF16PS under the same choice. */
 int opreg__cpu_gemv_pairs(void);
-/* The choices opreg__cpu_set_gemv_pairs takes and returns: the FMA
- * kernels everywhere, the pairs kernels wherever they apply, or (what the
- * timing decides where VDPBF16PS is slow) fp8 of a few rows only. */
-#define OPREG__GEMV_PAIRS_OFF      0
-#define OPREG__GEMV_PAIRS_ON       1
-#define OPREG__GEMV_PAIRS_FEW_ROWS 2
-/* Force that choice (one of the three; -1: decide again on next use);
- * returns the previous value. For tests, not while kernels run on other
- * threads. */
+/* The choices opreg__cpu_set_gemv_pairs takes and returns: the FMA (and
+ * split) kernels everywhere, or the pairs kernels wherever they apply. */
+#define OPREG__GEMV_PAIRS_OFF 0
+#define OPREG__GEMV_PAIRS_ON  1
+/* Force that choice (-1: decide again on next use); returns the previous
+ * value. For tests, not while kernels run on other threads. */
 int opreg__cpu_set_gemv_pairs(int on);
 /* Whether a GEMV of @p m input rows of dtype @p dt (BF16 linear or
  * F8_E4M3FN cutlass_scaled_mm) on path @p isa runs the pairs kernels. */

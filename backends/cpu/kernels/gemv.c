@@ -87,21 +87,12 @@ static void *panel_rows(const struct opreg__cpu_simd *s, const struct opreg__gem
  * docs/performance.md, "bf16 pairs where VDPBF16PS is fast". */
 #define PAIRS_MIN_RATE 0.5
 
-/* fp8 calls of up to this many input rows take the pairs kernels even
- * where VDPBF16PS is slower than that. With few rows the widening, not
- * the arithmetic, is most of the work: the pairs tile widens 64 codes in
- * five instructions, the FMA tile in about sixteen (two VCVTPH2PS of two
- * micro-ops each for every 32, and its NaN check). Counted in FMA issue
- * slots for 64 bytes of weights, with VDPBF16PS at a quarter of FMA's
- * rate (an Intel Xeon guest, the slowest measured): 5 + 8m against
- * 16 + 4m, fewer for m <= 2 (29 against 28 at m = 3). The pairs tile
- * also fetches its rows ahead at every height. Measured on that guest:
- * docs/performance.md, "fp8 at one and two rows through the pairs tile". */
-#define FP8_PAIRS_ROWS 2
-
-/* The choice, once made: OPREG__GEMV_PAIRS_OFF, _ON or _FEW_ROWS
- * (cpu_kernels.h); -1 until first asked, then OPREG_CPU_VDPBF16PS (0 or
- * 1) or what gemv_pairs_rate measured, once. */
+/* The choice, once made: OPREG__GEMV_PAIRS_OFF or _ON (cpu_kernels.h);
+ * -1 until first asked, then OPREG_CPU_VDPBF16PS (0 or 1) or what
+ * gemv_pairs_rate measured, once. Where VDPBF16PS is slow, fp8 of one or
+ * two rows took the pairs kernels until the split kernels measured faster
+ * there too (docs/performance.md, "fp8 through the table on the FMA
+ * kernels"), so the choice has two values again. */
 static atomic_int pairs_on = -1;
 
 int opreg__cpu_set_gemv_pairs(int on) {
@@ -120,7 +111,7 @@ static int pairs_choice(void) {
             on = e[0] == '1' ? OPREG__GEMV_PAIRS_ON : OPREG__GEMV_PAIRS_OFF;
         else
             on = s->gemv_pairs->rate() >= PAIRS_MIN_RATE ? OPREG__GEMV_PAIRS_ON
-                                                         : OPREG__GEMV_PAIRS_FEW_ROWS;
+                                                         : OPREG__GEMV_PAIRS_OFF;
         atomic_store_explicit(&pairs_on, on, memory_order_relaxed);
     }
     return on;
@@ -135,9 +126,8 @@ bool opreg__cpu_gemv_takes_pairs(int isa, int dt, int64_t m) {
     if (!s || !s->gemv_pairs) return false;
     if (dt == OPREG_DTYPE_BF16)
         return m > s->gemv_tile_rows && pairs_choice() == OPREG__GEMV_PAIRS_ON;
-    int on = pairs_choice();
-    if (dt != OPREG_DTYPE_F8_E4M3FN || !opreg__cpu_has_vbmi()) return false;
-    return on == OPREG__GEMV_PAIRS_ON || (on == OPREG__GEMV_PAIRS_FEW_ROWS && m <= FP8_PAIRS_ROWS);
+    return dt == OPREG_DTYPE_F8_E4M3FN && opreg__cpu_has_vbmi() &&
+           pairs_choice() == OPREG__GEMV_PAIRS_ON;
 }
 
 /* The pairs kernels for dt on path s, with their input rows packed into

@@ -316,9 +316,8 @@ TEST(pairs_choice) {
 }
 
 /* Which calls the pairs kernels take under each choice: none when off;
- * bf16 past one tile of rows and fp8 at every m when on; fp8 of one or
- * two rows only when the timing found VDPBF16PS slow; and none at all on
- * a path without them (avx512), or for fp8 without AVX512-VBMI. */
+ * bf16 past one tile of rows and fp8 at every m when on; and none at all
+ * on a path without them (avx512), or for fp8 without AVX512-VBMI. */
 TEST(pairs_by_rows) {
     int isa = OPREG__ISA_AVX512_BF16;
     if (opreg__cpu_isa() < isa) {
@@ -340,15 +339,6 @@ TEST(pairs_by_rows) {
         if (opreg__cpu_gemv_takes_pairs(isa, OPREG_DTYPE_F32, m))
             TEST_FAIL_AT("f32 at m = %lld took the pairs kernels", (long long)m);
     }
-    opreg__cpu_set_gemv_pairs(OPREG__GEMV_PAIRS_FEW_ROWS);
-    for (int64_t m = 1; m <= 16; m++) {
-        if (opreg__cpu_gemv_takes_pairs(isa, f8, m) != (vbmi && m <= 2))
-            TEST_FAIL_AT("fp8 at m = %lld with VDPBF16PS slow", (long long)m);
-        if (opreg__cpu_gemv_takes_pairs(isa, bf, m))
-            TEST_FAIL_AT("bf16 at m = %lld with VDPBF16PS slow", (long long)m);
-    }
-    if (opreg__cpu_gemv_pairs()) TEST_FAIL_AT("opreg__cpu_gemv_pairs() on with VDPBF16PS slow");
-    opreg__cpu_set_gemv_pairs(OPREG__GEMV_PAIRS_ON);
     if (opreg__cpu_gemv_takes_pairs(OPREG__ISA_AVX512, f8, 1) ||
         opreg__cpu_gemv_takes_pairs(OPREG__ISA_AVX512, bf, 16))
         TEST_FAIL_AT("pairs kernels on the avx512 path");
