@@ -55,19 +55,26 @@ static int64_t units(int64_t n, bool panel) {
     return panel ? (n + OPREG__GEMV_PANEL - 1) / OPREG__GEMV_PANEL : groups(n);
 }
 
-/* The input rows converted once by the path (f32 in blocks of
- * OPREG__GEMV_KB by gemv_pack, or with @p u8 int8 in blocks of
- * OPREG__GEMV_KB8 and each row's sum by gemv_pack_u8), in memory the
- * caller frees; NULL without memory. */
-static void *pack_rows(const struct opreg__cpu_simd *s, const struct opreg__gemv_args *a, bool u8) {
+/* Memory for the input rows as f32 in blocks of OPREG__GEMV_KB, as
+ * gemv_pack and gemv_pack_fp8_split fill it; the caller frees it. NULL
+ * without memory. */
+static float *f32_rows(const struct opreg__gemv_args *a) {
     int64_t blocks = (a->k + OPREG__GEMV_KB - 1) / OPREG__GEMV_KB;
-    size_t bytes = u8 ? (size_t)opreg__gemv_u8_blocks_bytes(a) + (size_t)a->m * sizeof(uint32_t)
-                      : (size_t)(blocks * a->m * OPREG__GEMV_KB) * sizeof(float);
+    return aligned_alloc(64, (size_t)(blocks * a->m * OPREG__GEMV_KB) * sizeof(float));
+}
+
+/* The input rows converted once by the path (f32 by gemv_pack, or with
+ * @p u8 int8 in blocks of OPREG__GEMV_KB8 and each row's sum by
+ * gemv_pack_u8), in memory the caller frees; NULL without memory. */
+static void *pack_rows(const struct opreg__cpu_simd *s, const struct opreg__gemv_args *a, bool u8) {
+    if (!u8) {
+        float *x = f32_rows(a);
+        if (x) s->gemv_pack(a, x);
+        return x;
+    }
+    size_t bytes = (size_t)opreg__gemv_u8_blocks_bytes(a) + (size_t)a->m * sizeof(uint32_t);
     void *x = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (x && u8)
-        s->gemv_pack_u8(a, x);
-    else if (x)
-        s->gemv_pack(a, x);
+    if (x) s->gemv_pack_u8(a, x);
     return x;
 }
 
@@ -162,8 +169,7 @@ static opreg__cpu_range_fn split_rows(const struct opreg__cpu_simd *s,
     if (!s || !s->gemv_fp8_split || !opreg__cpu_has_vbmi() ||
         !atomic_load_explicit(&split_on, memory_order_relaxed))
         return NULL;
-    int64_t blocks = (a->k + OPREG__GEMV_KB - 1) / OPREG__GEMV_KB;
-    float *x = aligned_alloc(64, (size_t)(blocks * a->m * OPREG__GEMV_KB) * sizeof(float));
+    float *x = f32_rows(a);
     if (!x) return NULL;
     s->gemv_pack_fp8_split(a, x);
     *packed = x;

@@ -1105,23 +1105,40 @@ GEMV_VBMI AI void gemv_e4m3_split(const uint8_t *p, int64_t n, const __m512i tab
 
 _Static_assert(OPREG__GEMV_KB % 64 == 0, "the split kernels widen 64 codes at a time");
 
-/* The input rows for the split kernels as f32, in gemv_pack's blocks
- * (block b of k, row i at dst + (b * m + i) * OPREG__GEMV_KB, zeros past
- * k), each 64 values in the split order. */
-GEMV_VBMI static void gemv_pack_fp8_split(const struct opreg__gemv_args *a, float *dst) {
+/* 64 e4m3fn codes at p (the first n, zeros after; all zeros when n <= 0)
+ * at @p dst as the pairs kernels lay them out (two vectors of bf16 pairs)
+ * or with @p split as the split kernels do (four vectors of floats). */
+GEMV_VBMI AI void gemv_e4m3_store(int split, const uint8_t *p, int64_t n, const __m512i tab[4],
+                                  void *dst) {
+    vf v[4] = { vzero(), vzero(), vzero(), vzero() };
+    if (n > 0 && split)
+        gemv_e4m3_split(p, n, tab, v);
+    else if (n > 0)
+        gemv_e4m3_pairs(p, n, tab, &v[0], &v[1]);
+    for (int h = 0; h < (split ? 4 : 2); h++)
+        vstore(OPREG_DTYPE_F32, (float *)dst + h * VW, v[h]);
+}
+
+/* The fp8 input rows for the pairs kernels (bf16 pairs in blocks of
+ * OPREG__GEMV_KBP values) or with @p split the split ones (floats in
+ * gemv_pack's blocks of OPREG__GEMV_KB): block b of k, row i at dst + (b
+ * * m + i) * block values, zeros past k. */
+GEMV_VBMI AI void gemv_pack_fp8_vbmi(int split, const struct opreg__gemv_args *a, void *dst) {
+    int64_t kblk = split ? OPREG__GEMV_KB : OPREG__GEMV_KBP;
+    size_t xe = split ? sizeof(float) : sizeof(uint16_t);
+    char *d = dst;
     __m512i tab[4];
     gemv_e4m3_table(tab);
-    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KB)
-        for (int64_t i = 0; i < a->m; i++, dst += OPREG__GEMV_KB) {
+    for (int64_t p0 = 0; p0 < a->k; p0 += kblk)
+        for (int64_t i = 0; i < a->m; i++, d += (size_t)kblk * xe) {
             const uint8_t *src = (const uint8_t *)a->in + i * a->in_stride + p0;
-            int64_t kb = a->k - p0;
-            for (int64_t q = 0; q < OPREG__GEMV_KB; q += 4 * VW) {
-                vf f[4] = { vzero(), vzero(), vzero(), vzero() };
-                if (kb > q) gemv_e4m3_split(src + q, kb - q, tab, f);
-                for (int h = 0; h < 4; h++)
-                    vstore(OPREG_DTYPE_F32, dst + q + h * VW, f[h]);
-            }
+            for (int64_t q = 0; q < kblk; q += 4 * VW)
+                gemv_e4m3_store(split, src + q, a->k - p0 - q, tab, d + (size_t)q * xe);
         }
+}
+
+GEMV_VBMI static void gemv_pack_fp8_split(const struct opreg__gemv_args *a, float *dst) {
+    gemv_pack_fp8_vbmi(1, a, dst);
 }
 
 /* fp8 weight rows [j0, j0 + nc), nc <= OPREG__GEMV_PANEL, against every
@@ -1141,17 +1158,9 @@ GEMV_VBMI AI void gemv_fp8_panel_vbmi(int split, const struct opreg__gemv_args *
         int64_t kb = a->k - p0 < kblk ? a->k - p0 : kblk;
         struct gemv_fetch f = gemv_fetch_at((const char *)w, ws, a->k, p0, kblk, 1, next, 0, 0);
         for (int r = 0; r < nc; r++)
-            for (int64_t q = 0; q < kb; q += 4 * VW) {
-                float *dst = (float *)(void *)(wb + (size_t)(r * kblk + q) * xe);
-                vf v[4];
-                if (split)
-                    gemv_e4m3_split(w + r * ws + p0 + q, kb - q, tab, v);
-                else
-                    gemv_e4m3_pairs(w + r * ws + p0 + q, kb - q, tab, &v[0], &v[1]);
-                /* two vectors of pairs or four of floats: 64 values */
-                for (int h = 0; h < (split ? 4 : 2); h++)
-                    vstore(OPREG_DTYPE_F32, dst + h * VW, v[h]);
-            }
+            for (int64_t q = 0; q < kb; q += 4 * VW)
+                gemv_e4m3_store(split, w + r * ws + p0 + q, kb - q, tab,
+                                wb + (size_t)(r * kblk + q) * xe);
         gemv_panel_block(split ? GEMV_PANEL_F32 : GEMV_PANEL_PAIRS, p0 == 0, x, wb,
                          (size_t)kblk * xe, acc, a->m, (kb + 4 * VW - 1) / (4 * VW) * (4 * VW), nc,
                          &f);
@@ -1329,19 +1338,7 @@ static void gemv_pack_pairs_bf16(const struct opreg__gemv_args *a, uint16_t *dst
 }
 
 GEMV_VBMI static void gemv_pack_pairs_fp8(const struct opreg__gemv_args *a, uint16_t *dst) {
-    __m512i tab[4];
-    gemv_e4m3_table(tab);
-    for (int64_t p0 = 0; p0 < a->k; p0 += OPREG__GEMV_KBP)
-        for (int64_t i = 0; i < a->m; i++, dst += OPREG__GEMV_KBP) {
-            const uint8_t *src = (const uint8_t *)a->in + i * a->in_stride + p0;
-            int64_t kb = a->k - p0;
-            for (int64_t q = 0; q < OPREG__GEMV_KBP; q += 4 * VW) {
-                vf lo = vzero(), hi = vzero();
-                if (kb > q) gemv_e4m3_pairs(src + q, kb - q, tab, &lo, &hi);
-                vstore(OPREG_DTYPE_F32, dst + q, lo);
-                vstore(OPREG_DTYPE_F32, dst + q + 2 * VW, hi);
-            }
-        }
+    gemv_pack_fp8_vbmi(0, a, dst);
 }
 
 /* bf16 weight rows [j0, j0 + nc), nc <= OPREG__GEMV_PANEL, against every
